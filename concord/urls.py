@@ -1,0 +1,22 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from projects.urls import api_urlpatterns as project_api
+
+api = [
+    *project_api,
+    path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api_schema"), name="api_docs"),
+]
+
+urlpatterns = [
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("admin/", admin.site.urls),
+    path("api/", include(api)),
+    path("", include("projects.urls")),
+]

@@ -1,0 +1,55 @@
+"""Permission-checked fetchers. Views and APIs never fetch a project or an item by bare id.
+
+Not a member of the project -> 404 (its existence is not revealed); a member without the
+needed role -> 403.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+
+from projects.models import Item, Membership, Project
+
+
+def roles_of(*, user, project: Project) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    cache = getattr(user, "_concord_roles", None)
+    if cache is None:
+        cache = user._concord_roles = {}
+    if project.pk not in cache:
+        cache[project.pk] = set(
+            Membership.objects.filter(user=user, project=project).values_list("role", flat=True)
+        )
+    return cache[project.pk]
+
+
+def project_get_for_user(*, user, slug: str, roles: Iterable[str] | None = None) -> Project:
+    project = Project.objects.filter(slug=slug).first()
+    if project is None or not user.is_authenticated:
+        raise Http404("No such project")
+    mine = roles_of(user=user, project=project)
+    if not mine:
+        raise Http404("No such project")
+    if roles is not None and not (mine & set(roles)):
+        raise PermissionDenied("Your role in this project does not allow this")
+    project.user_roles = mine
+    return project
+
+
+def item_get_for_user(*, user, project: Project, item_id, roles: Iterable[str] | None = None) -> Item:
+    """An item of ``project`` (already access-checked); never an item of another project."""
+    if roles is not None and not (roles_of(user=user, project=project) & set(roles)):
+        raise PermissionDenied("Your role in this project does not allow this")
+    try:
+        return Item.objects.get(project=project, pk=int(item_id))
+    except (Item.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such item") from None
+
+
+def projects_for_user(*, user):
+    if not user.is_authenticated:
+        return Project.objects.none()
+    return Project.objects.filter(memberships__user=user).distinct()

@@ -1,0 +1,11 @@
+from django import forms
+
+
+class ImportUploadForm(forms.Form):
+    file = forms.FileField(help_text="A .zip with the images and a manifest.jsonl or manifest.csv")
+
+    def clean_file(self):
+        f = self.cleaned_data["file"]
+        if not f.name.lower().endswith(".zip"):
+            raise forms.ValidationError("Upload a .zip file holding the images and a manifest.")
+        return f

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from projects.demo import DEMO_PASSWORD_SUFFIX, DEMO_USERS, write_demo_source
+from projects.models import Project
+from projects.services import import_job_create, import_job_run, membership_add, project_create
+
+DEMO_PROJECTS = [("demo-meme3w", "Demo: Meme3W", "meme3w", None), ("demo-aha", "Demo: AHA-Memes", "aha", 12)]
+
+
+class Command(BaseCommand):
+    help = "Create the demo projects, images and users (idempotent)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--quiet", action="store_true")
+
+    def handle(self, *args, quiet=False, **options):
+        User = get_user_model()
+        users = {}
+        for username in DEMO_USERS:
+            user, created = User.objects.get_or_create(username=username)
+            if created:
+                user.set_password(username + DEMO_PASSWORD_SUFFIX)
+                user.save()
+            users[username] = user
+        admin, created = User.objects.get_or_create(username="admin", defaults={"is_staff": True, "is_superuser": True})
+        if created:
+            admin.set_password("admin" + DEMO_PASSWORD_SUFFIX)
+            admin.save()
+        for slug, name, preset, limit in DEMO_PROJECTS:
+            project = Project.objects.filter(slug=slug).first() or project_create(
+                name=name, slug=slug, preset=preset, lead=users["lead"]
+            )
+            for username, roles in DEMO_USERS.items():
+                for role in roles:
+                    membership_add(project=project, user=users[username], role=role)
+            source = settings.VAR_DIR / "demo_source" / slug
+            write_demo_source(source, limit=limit)
+            job = import_job_run(job=import_job_create(project=project, user=users["lead"], source_name="demo"), path=source)
+            if not quiet:
+                self.stdout.write(f"{name}: {project.items.count()} items ({job.imported} new, {len(job.errors)} refused)")
+        if not quiet:
+            self.stdout.write("Demo logins (username / password):")
+            for username in [*DEMO_USERS, "admin"]:
+                self.stdout.write(f"  {username:<11} {username}{DEMO_PASSWORD_SUFFIX}")

@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Role(models.TextChoices):
+    ANNOTATOR = "annotator", "Annotator"
+    REVIEWER = "reviewer", "Reviewer"
+    AUDITOR = "auditor", "Auditor"
+    LEAD = "lead", "Project lead"
+    RESEARCHER = "researcher", "Researcher"
+
+
+class Stage(models.TextChoices):
+    # Pipeline stage of an item (SPEC section 1); changed only by services.
+    NEW = "new", "Awaiting candidates"
+    ANNOTATING = "annotating", "Annotating"
+    ADJUDICATION = "adjudication", "In adjudication"
+    GOLD = "gold", "Gold"
+    EXCLUDED = "excluded", "Excluded"
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=80, unique=True, help_text="URL name of the project.")
+    preset = models.CharField(max_length=40, help_text="Preset the schema was created from (meme3w, aha, memecap).")
+    schema = models.JSONField(help_text="The annotation schema: {version, fields: [...]}.")
+    schema_version = models.PositiveIntegerField(default=1, help_text="Increments with every schema change.")
+    guideline = models.TextField(blank=True, help_text="Guideline and taxonomy shown to annotators.")
+    annotators_per_item = models.PositiveSmallIntegerField(default=2, help_text="N distinct annotators per item.")
+    thresholds = models.JSONField(default=dict, blank=True, help_text="Disagreement thresholds overriding SPEC defaults.")
+    claim_timeout_minutes = models.PositiveIntegerField(default=60)
+    session_item_cap = models.PositiveIntegerField(
+        default=0, help_text="Most items an annotator may submit per session (welfare); 0 = no cap."
+    )
+    phash_threshold = models.PositiveSmallIntegerField(default=8, help_text="Hamming distance for near-duplicate pairs.")
+    split_ratios = models.JSONField(default=list, blank=True, help_text="[train, val, test], default 85/5/10.")
+    split_seed = models.IntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_schema(self):
+        from projects.schema import Schema
+
+        return Schema(self.schema)
+
+
+class SchemaVersion(models.Model):
+    """Every schema a project has had; annotations record the version they were made under."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="schema_versions")
+    version = models.PositiveIntegerField()
+    schema = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "version"], name="uniq_schema_version")]
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user", "role"], name="uniq_membership_role")]
+        indexes = [models.Index(fields=["user", "project"])]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.role} in {self.project}"
+
+
+class Item(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
+    import_key = models.CharField(
+        max_length=64, help_text="source id, or a hash of pixels + text: makes re-imports idempotent."
+    )
+    image = models.CharField(max_length=200, help_text="Content-addressed path under MEDIA_ROOT.")
+    image_sha256 = models.CharField(max_length=64, help_text="sha256 of the stored image file.")
+    image_format = models.CharField(max_length=10, help_text="Format detected by Pillow (JPEG, PNG, ...).")
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    pixel_hash = models.CharField(max_length=64, db_index=True, help_text="sha256 of the decoded RGB pixels.")
+    phash = models.CharField(max_length=16, help_text="64-bit perceptual hash (imagehash.phash), hex.")
+    text = models.TextField(help_text="Text associated with the meme (caption / OCR).")
+    title = models.CharField(max_length=500, blank=True)
+    source_dataset = models.CharField(max_length=200, blank=True)
+    source_id = models.CharField(max_length=200, blank=True)
+    language = models.CharField(max_length=20, blank=True)
+    domain = models.CharField(max_length=100, blank=True)
+    redistributable = models.BooleanField(
+        default=False, help_text="License allows redistributing the image in exports."
+    )
+    metadata = models.JSONField(default=dict, blank=True)
+    stage = models.CharField(max_length=20, choices=Stage.choices, default=Stage.NEW, db_index=True)
+    duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="exact_duplicates",
+        help_text="First imported item with the same decoded pixels.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "import_key"], name="uniq_item_import_key"),
+            models.UniqueConstraint(
+                fields=["project", "source_id"], condition=~Q(source_id=""), name="uniq_item_source_id"
+            ),
+        ]
+        indexes = [models.Index(fields=["project", "stage"]), models.Index(fields=["project", "pixel_hash"])]
+
+    def __str__(self) -> str:
+        return f"item {self.pk} ({self.source_id or self.import_key[:8]})"
+
+
+class ImportJob(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    source_name = models.CharField(max_length=300, help_text="Uploaded file name or path.")
+    upload_path = models.CharField(max_length=500, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    rows_total = models.PositiveIntegerField(default=0)
+    rows_done = models.PositiveIntegerField(default=0)
+    imported = models.PositiveIntegerField(default=0)
+    already_present = models.PositiveIntegerField(default=0)
+    exact_duplicates = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, help_text="[{row, source_id, reason}] for every refused row.")
+    message = models.TextField(blank=True, help_text="Why the whole import failed, if it did.")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class WorkerHeartbeat(models.Model):
+    """Written by a Celery task: proves a worker consumed the broker and reached the database."""
+
+    token = models.CharField(max_length=64, unique=True)
+    hostname = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)

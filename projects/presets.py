@@ -1,0 +1,177 @@
+"""Annotation presets: schemas (data, not code) and guideline texts from the seed papers.
+
+meme3w: harmtrace-meme3w.txt Eq. 1, Appendix A.1 (taxonomy, harmfulness definition, schema)
+and A.2 (the six annotation guidelines). aha: aha-memes.txt section 3.4 and Appendix B.1.
+memecap: memecap.txt (literal caption, visual metaphors, meme captions).
+"""
+from __future__ import annotations
+
+MEME3W_CATEGORIES = ["group background", "religion and caste", "gender", "health condition"]
+
+MEME3W_GUIDELINE = """\
+HARMFULNESS. A meme is harmful when it directs harmful behaviour toward a clear target. Harmful
+behaviour includes targeted satire, insults, mockery, degradation, stereotyping, dehumanization,
+threats, exclusion, segregation, discrimination, assertions of inferiority, comparisons to animals
+or objects, mockery of hate crimes or historical suffering, and gender- or sexuality-based harm.
+Ordinary humour, non-targeted profanity, general criticism, and attacks on criminals, terrorists,
+or criminal activities are non-harmful.
+
+TARGET CATEGORIES (exactly one per harmful meme).
+- group background: ethnicity, race, nationality, regional or ethnic origin, minority background,
+  immigration or migrant status.
+- religion and caste: religion, religious belief, religious identity, followers or believers of a
+  religion, religious people, religious groups, and caste.
+- gender: biological sex, gender identity, and sexual orientation.
+- health condition: disability, disease, vaccination-related targets, infection, bodily condition,
+  medical treatment, public-health measures, and health-related policy framing.
+
+ABSENCE. Non-harmful: category, entity and mention are empty and there are no boxes. Harmful:
+category and entity are always filled; the mention and the boxes only when the evidence exists.
+
+GUIDELINES.
+1. Determine harmfulness and target category. Assign the attacked target to exactly one category.
+   Samples whose category cannot be determined reliably, or that independently attack several
+   categories, are skipped (use "Skip" with that reason) rather than forced into one category.
+2. Interpret the meme from the author's perspective, from the image-text content only: consider
+   satire, metaphor, insinuation, double meanings, stereotypes, and historical, cultural or
+   social context rather than only the literal wording.
+3. Identify the actual attacked entity, at the right level of granularity. Perpetrators,
+   symbols, background figures and contextual objects are not targets unless they are attacked.
+   When the target is indirect, infer the entity from the complete meaning of the meme.
+4. Copy textual mentions exactly: select the exact span of the item text that refers to the
+   target, without paraphrasing, expanding or correcting it. No explicit mention: leave empty.
+5. Mark complete visual target regions: each box tightly covers the complete visible extent of
+   the target, not only its face. One box per visual instance of the target. Not depicted: no box.
+6. Ensure accurate multimodal grounding: the mention and the boxes must correspond to the
+   attacked target in their modality.
+
+Candidates A/B/C come from anonymous models in a random order. They are editable references
+only: take a whole candidate or one field, then revise anything the evidence does not support.
+"""
+
+MEME3W_SCHEMA = {
+    "version": 1,
+    "fields": [
+        {"name": "label", "type": "choice", "label": "Harmfulness", "choices": ["harmful", "non-harmful"], "required": True},
+        {
+            "name": "target_category",
+            "type": "choice",
+            "label": "Target category",
+            "choices": MEME3W_CATEGORIES,
+            "required": True,
+            "visible_if": {"field": "label", "in": ["harmful"]},
+        },
+        {
+            "name": "target_entity",
+            "type": "entity",
+            "label": "Target entity",
+            "help": "Who is attacked, e.g. “Muslim people”.",
+            "required": True,
+            "visible_if": {"field": "label", "in": ["harmful"]},
+        },
+        {
+            "name": "text_mention",
+            "type": "span",
+            "label": "Text mention",
+            "help": "Select the exact words in the item text; empty when the text does not name the target.",
+            "source": "text",
+            "visible_if": {"field": "label", "in": ["harmful"]},
+        },
+        {
+            "name": "visual_region",
+            "type": "boxes",
+            "label": "Visual region",
+            "help": "Draw one box per depicted instance of the target; none when it is not depicted.",
+            "visible_if": {"field": "label", "in": ["harmful"]},
+        },
+    ],
+}
+
+AHA_HATEFUL_TYPES = ["Mocking", "Incitement", "Dehumanization", "Slurs", "Contempt", "Inferiority", "Exclusion", "Other"]
+AHA_NON_HATEFUL_TYPES = ["Humor", "Sarcasm", "Other"]
+AHA_PROTECTED_CATEGORIES = [
+    "ethnicity",
+    "race",
+    "nationality",
+    "immigration status",
+    "religion",
+    "caste",
+    "sex",
+    "gender identity",
+    "sexual orientation",
+    "disability or disease",
+]
+
+AHA_GUIDELINE = """\
+HATEFUL content is a direct or indirect attack on people on the basis of a protected
+characteristic: ethnicity, race, nationality, immigration status, religion, caste, sex, gender
+identity, sexual orientation, and disability or disease. An attack includes violent or
+dehumanizing speech, statements of inferiority, calls for exclusion or segregation, or mockery of
+a hate crime. Boundary rules: attacking groups that themselves promote or carry out hate (e.g.
+terrorist organisations) is not hate speech; a meme that is insulting or offensive but does not
+target a protected category is Not-Hateful.
+
+Task 1 (is_hateful): exactly one of Hateful / Not-Hateful. Hateful -> Task 2; Not-Hateful -> Task 3.
+Task 2 (hateful_type, multi-label): Dehumanization (describing a group as subhuman), Inferiority
+(claiming a group is inferior or less worthy), Incitement (calling for harm), Mocking (joking
+about, belittling or disparaging a group), Contempt (intensely negative feelings toward a group),
+Slurs (prejudicial terms for a group), Exclusion (advocating exclusion or segregation), Other (a
+hateful attack that fits none of these: only when no other type applies, never combined).
+Also mark the targeted protected categories (multi-label).
+Task 3 (non_hateful_type, multi-label): Humor (entertainment with no negative implication toward
+a protected group), Sarcasm (irony aimed at general behaviour or institutions), Other (neutral,
+positive or informational content).
+"""
+
+AHA_SCHEMA = {
+    "version": 1,
+    "fields": [
+        {"name": "is_hateful", "type": "choice", "label": "Hateful?", "choices": ["Hateful", "Not-Hateful"], "required": True},
+        {
+            "name": "hateful_type",
+            "type": "multichoice",
+            "label": "Attack type",
+            "choices": AHA_HATEFUL_TYPES,
+            "exclusive": ["Other"],
+            "required": True,
+            "visible_if": {"field": "is_hateful", "in": ["Hateful"]},
+        },
+        {
+            "name": "targeted_categories",
+            "type": "multichoice",
+            "label": "Targeted protected categories",
+            "choices": AHA_PROTECTED_CATEGORIES,
+            "required": True,
+            "visible_if": {"field": "is_hateful", "in": ["Hateful"]},
+        },
+        {
+            "name": "non_hateful_type",
+            "type": "multichoice",
+            "label": "Not-hateful subtype",
+            "choices": AHA_NON_HATEFUL_TYPES,
+            "required": True,
+            "visible_if": {"field": "is_hateful", "in": ["Not-Hateful"]},
+        },
+    ],
+}
+
+MEMECAP_GUIDELINE = """\
+Describe the image literally (what is depicted, without interpretation). List the visual
+metaphors as "vehicle -> meaning" (the element in the image and what it stands for). Write the
+meme caption: what the meme is trying to convey, in one or two sentences.
+"""
+
+MEMECAP_SCHEMA = {
+    "version": 1,
+    "fields": [
+        {"name": "image_caption", "type": "text", "label": "Literal image caption", "required": True},
+        {"name": "metaphors", "type": "textlist", "label": "Visual metaphors (vehicle -> meaning)"},
+        {"name": "meme_captions", "type": "textlist", "label": "Meme captions", "required": True},
+    ],
+}
+
+PRESETS = {
+    "meme3w": {"schema": MEME3W_SCHEMA, "guideline": MEME3W_GUIDELINE, "annotators_per_item": 2},
+    "aha": {"schema": AHA_SCHEMA, "guideline": AHA_GUIDELINE, "annotators_per_item": 3},
+    "memecap": {"schema": MEMECAP_SCHEMA, "guideline": MEMECAP_GUIDELINE, "annotators_per_item": 2},
+}
