@@ -87,6 +87,10 @@ class FieldType:
     def similarity(self, spec: dict, a: Any, b: Any, *, lexicon: dict | None) -> float | None:
         return None
 
+    def auto_merge(self, spec: dict, values: list, *, rules: set[str], lexicon: dict | None) -> tuple[Any, str] | None:
+        """Merge minor differences by a project-enabled rule: (value, rule name) or None."""
+        return None
+
     def export(self, spec: dict, value: Any) -> Any:
         return value
 
@@ -193,22 +197,23 @@ class EntityType(FieldType):
             raise FieldError("is empty")
         return clean
 
-    def canonical(self, spec: dict, value: Any) -> Any:
-        return value
-
     def similarity(self, spec: dict, a: Any, b: Any, *, lexicon: dict | None) -> float | None:
+        # Same canonical form (paper Table 8 "Yes" pairs) scores 1.0: a minor difference, which
+        # the "entity_canonical" auto-merge rule can settle without a reviewer.
         from metrics.entity import f1_rel
 
         return f1_rel(a, b, lexicon)
 
-    def compare(self, spec: dict, a: Any, b: Any, *, thresholds: dict, lexicon: dict | None) -> str:
-        if not self.is_absent(spec, a) and not self.is_absent(spec, b):
-            from metrics.entity import canonicalize
+    def auto_merge(self, spec: dict, values: list, *, rules: set[str], lexicon: dict | None) -> tuple[Any, str] | None:
+        if "entity_canonical" not in rules or any(v is None for v in values):
+            return None
+        from metrics.entity import canonicalize
 
-            # Same canonical form (Table 8 "Yes" pairs) is agreement, not a minor difference.
-            if canonicalize(a, lexicon) == canonicalize(b, lexicon):
-                return AGREE
-        return super().compare(spec, a, b, thresholds=thresholds, lexicon=lexicon)
+        if len({canonicalize(v, lexicon) for v in values}) != 1:
+            return None
+        # The surface form most annotators wrote; ties go to the first annotator.
+        best = max(values, key=lambda v: (values.count(v), -values.index(v)))
+        return best, "entity_canonical"
 
 
 class SpanType(FieldType):
@@ -314,6 +319,28 @@ class BoxesType(FieldType):
         from metrics.boxes import enclosing_iou
 
         return enclosing_iou(a, b)
+
+    def auto_merge(self, spec: dict, values: list, *, rules: set[str], lexicon: dict | None) -> tuple[Any, str] | None:
+        """``boxes_mean``: same number of boxes, matched one-to-one by IoU (Hungarian), averaged."""
+        if "boxes_mean" not in rules or not values or any(not v for v in values):
+            return None
+        if len({len(v) for v in values}) != 1:
+            return None
+        import numpy as np
+        from scipy.optimize import linear_sum_assignment
+
+        from metrics.boxes import iou
+
+        base = values[0]
+        stacked = [np.array(base, dtype=float)]
+        for other in values[1:]:
+            cost = np.array([[-iou(a, b) for b in other] for a in base])
+            rows, cols = linear_sum_assignment(cost)
+            if any(-cost[r, c] < 0.5 for r, c in zip(rows, cols)):
+                return None  # some box has no counterpart: not a minor difference to average
+            stacked.append(np.array([other[c] for c in cols], dtype=float)[np.argsort(rows)])
+        mean = np.rint(np.mean(stacked, axis=0)).astype(int).tolist()
+        return [self._box(b, lenient=True) for b in mean], "boxes_mean"
 
 
 class FreeTextType(FieldType):

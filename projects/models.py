@@ -31,6 +31,10 @@ class Project(models.Model):
     guideline = models.TextField(blank=True, help_text="Guideline and taxonomy shown to annotators.")
     annotators_per_item = models.PositiveSmallIntegerField(default=2, help_text="N distinct annotators per item.")
     thresholds = models.JSONField(default=dict, blank=True, help_text="Disagreement thresholds overriding SPEC defaults.")
+    auto_merge_rules = models.JSONField(
+        default=list, blank=True,
+        help_text="Rules that settle minor differences without a reviewer: entity_canonical, boxes_mean.",
+    )
     claim_timeout_minutes = models.PositiveIntegerField(default=60)
     session_item_cap = models.PositiveIntegerField(
         default=0, help_text="Most items an annotator may submit per session (welfare); 0 = no cap."

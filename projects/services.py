@@ -44,6 +44,9 @@ def project_create(*, name: str, slug: str, preset: str, lead=None, annotators_p
         SchemaVersion.objects.create(project=project, version=project.schema_version, schema=project.schema)
         if lead is not None:
             Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+        from adjudication.services import lexicon_seed
+
+        lexicon_seed(project=project)
     return project
 
 

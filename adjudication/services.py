@@ -1,0 +1,331 @@
+"""Routing, adjudication and gold records (SPEC section 1 step 3, section 3 "Disagreement").
+
+Every write path for gold, adjudication tasks and the lexicon is here, in one transaction with
+the item's stage change and its history event.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from itertools import combinations
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from adjudication.models import AdjudicationTask, GoldRecord, HistoryEvent, LexiconVersion
+from projects.fieldtypes import AGREE, DISAGREE, MINOR, REGISTRY
+from projects.models import Item, Project, Stage
+
+_RANK = {AGREE: 0, MINOR: 1, DISAGREE: 2}
+ROUTE_WAITING, ROUTE_GOLD, ROUTE_ADJUDICATION = "waiting", "gold", "adjudication"
+MAX_LEXICON_ENTRIES = 20000
+
+
+class StaleVersion(Exception):
+    """Someone saved in between: the caller answers 409 and keeps the user's input."""
+
+
+def history_record(*, project: Project, item: Item | None, kind: str, actor=None, old=None, new=None, note: str = "") -> None:
+    HistoryEvent.objects.create(project=project, item=item, kind=kind, actor=actor, old=old, new=new, note=note)
+
+
+# ---------------------------------------------------------------- lexicon
+
+def lexicon_current(*, project: Project) -> tuple[int | None, dict[str, str]]:
+    row = LexiconVersion.objects.filter(project=project).order_by("-version").first()
+    return (row.version, dict(row.entries)) if row else (None, {})
+
+
+def lexicon_check(entries: dict) -> dict[str, str]:
+    """Validate a variant -> canonical mapping; raise ValidationError naming each bad entry."""
+    from metrics.text import normalize
+
+    if not isinstance(entries, dict):
+        raise ValidationError("the lexicon must map variants to canonical forms")
+    if len(entries) > MAX_LEXICON_ENTRIES:
+        raise ValidationError(f"at most {MAX_LEXICON_ENTRIES} entries")
+    errors, clean = [], {}
+    for variant, canonical in entries.items():
+        if not isinstance(variant, str) or not isinstance(canonical, str):
+            errors.append(f"{variant!r}: variant and canonical form must be text")
+            continue
+        v, c = variant.strip(), canonical.strip()
+        if not v or not c:
+            errors.append(f"{variant!r} -> {canonical!r}: empty variant or canonical form")
+        elif len(v) > 200 or len(c) > 200:
+            errors.append(f"{v[:40]!r}: longer than 200 characters")
+        elif not normalize(v) or not normalize(c):
+            errors.append(f"{v!r} -> {c!r}: nothing left after normalization (only punctuation or articles)")
+        else:
+            clean[v] = c
+    normalized = {normalize(v): normalize(c) for v, c in clean.items()}
+    for v, c in normalized.items():
+        # A canonical form that is itself mapped elsewhere makes the result depend on the order.
+        if c in normalized and normalized[c] != c:
+            errors.append(f"{c!r} is both a canonical form and a variant of {normalized[c]!r}")
+    if errors:
+        raise ValidationError(errors)
+    return clean
+
+
+def lexicon_save(*, project: Project, entries: dict, user=None, note: str = "") -> LexiconVersion:
+    clean = lexicon_check(entries)
+    with transaction.atomic():
+        Project.objects.select_for_update().filter(pk=project.pk).first()
+        old_version, old = lexicon_current(project=project)
+        if old_version is not None and old == clean:
+            return LexiconVersion.objects.get(project=project, version=old_version)
+        row = LexiconVersion.objects.create(
+            project=project, version=(old_version or 0) + 1, entries=clean, created_by=user, change_note=note[:300]
+        )
+        added = {k: v for k, v in clean.items() if old.get(k) != v}
+        history_record(project=project, item=None, kind="lexicon", actor=user,
+                       old={"version": old_version, "removed_or_changed": {k: old[k] for k in old if clean.get(k) != old[k]}},
+                       new={"version": row.version, "added_or_changed": added}, note=note)
+    return row
+
+
+def lexicon_parse_csv(text: str) -> tuple[dict[str, str], list[str]]:
+    """Parse 'variant,canonical' rows (header optional). Returns (entries, row errors)."""
+    entries, errors = {}, []
+    reader = csv.reader(io.StringIO(text))
+    for n, row in enumerate(reader, start=1):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if n == 1 and [c.strip().lower() for c in row[:2]] == ["variant", "canonical"]:
+            continue
+        if len(row) != 2:
+            errors.append(f"row {n}: expected 2 columns (variant, canonical), got {len(row)}")
+            continue
+        entries[row[0].strip()] = row[1].strip()
+    return entries, errors
+
+
+def lexicon_to_csv(entries: dict[str, str]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["variant", "canonical"])
+    for v in sorted(entries, key=str.casefold):
+        w.writerow([v, entries[v]])
+    return out.getvalue()
+
+
+def lexicon_seed(*, project: Project) -> LexiconVersion | None:
+    """Seed a meme3w project with the paper's Table 8 same-form pairs (once)."""
+    from metrics.entity import TABLE8_LEXICON
+
+    if project.preset != "meme3w" or LexiconVersion.objects.filter(project=project).exists():
+        return None
+    return lexicon_save(project=project, entries=dict(TABLE8_LEXICON), note="Seeded from Meme3W Table 8")
+
+
+# ---------------------------------------------------------------- routing
+
+def _submitted(item: Item):
+    from annotation.models import Annotation
+
+    return list(
+        Annotation.objects.filter(item=item, kind="annotation", status="submitted")
+        .select_related("annotator")
+        .order_by("submitted_at", "id")
+    )
+
+
+def compare_annotations(*, project: Project, values: list[dict], lexicon: dict | None) -> dict[str, str]:
+    """Worst per-field outcome over every annotator pair."""
+    schema = project.get_schema()
+    worst = {name: AGREE for name in schema.names}
+    for a, b in combinations(values, 2):
+        for name, outcome in schema.compare(a, b, thresholds=project.thresholds, lexicon=lexicon).items():
+            if _RANK[outcome] > _RANK[worst[name]]:
+                worst[name] = outcome
+    return worst
+
+
+def item_route(*, item: Item) -> str:
+    """Called (inside the submitting transaction) when an item may have all N submissions.
+
+    Identical => gold (provenance ``identical``); only minor differences that the project's
+    auto-merge rules settle => gold (provenance ``auto-merge`` + rule); anything else => the
+    adjudication queue with each field marked agree / minor / disagree.
+    """
+    project = item.project
+    annotations = _submitted(item)
+    if len(annotations) < project.annotators_per_item:
+        return ROUTE_WAITING
+    annotations = annotations[: project.annotators_per_item]
+    lexicon_version, lexicon = lexicon_current(project=project)
+    values = [a.values for a in annotations]
+    comparison = compare_annotations(project=project, values=values, lexicon=lexicon)
+    schema = project.get_schema()
+    rules = set(project.auto_merge_rules or [])
+    gold, provenance = {}, {}
+    needs_review = False
+    for spec in schema.fields:
+        name = spec["name"]
+        outcome = comparison[name]
+        if outcome == AGREE:
+            gold[name] = values[0].get(name, REGISTRY[spec["type"]].absent(spec))
+            provenance[name] = {"source": "identical"}
+            continue
+        merged = None
+        if outcome == MINOR and rules:
+            merged = REGISTRY[spec["type"]].auto_merge(spec, [v.get(name) for v in values], rules=rules, lexicon=lexicon)
+        if merged is None:
+            needs_review = True
+            continue
+        gold[name], rule = merged
+        provenance[name] = {"source": "auto-merge", "rule": rule}
+    if not needs_review:
+        check = schema.validate(gold, item_text=item.text)
+        if check.ok:
+            _gold_write(item=item, values=check.values, provenance=provenance, note="", decided_by=None,
+                        task=None, lexicon_version=lexicon_version, kind="gold:auto")
+            return ROUTE_GOLD
+        needs_review = True  # a merge that breaks a rule goes to a person
+    task = AdjudicationTask.objects.create(
+        item=item, comparison=comparison, annotation_ids=[a.pk for a in annotations]
+    )
+    Item.objects.filter(pk=item.pk).update(stage=Stage.ADJUDICATION)
+    item.stage = Stage.ADJUDICATION
+    history_record(project=project, item=item, kind="routed", new={"comparison": comparison, "task": task.pk})
+    return ROUTE_ADJUDICATION
+
+
+def _gold_write(*, item: Item, values: dict, provenance: dict, note: str, decided_by, task, lexicon_version, kind: str) -> GoldRecord:
+    last = GoldRecord.objects.select_for_update().filter(item=item).order_by("-revision").first()
+    if last is not None:
+        GoldRecord.objects.filter(item=item, is_current=True).update(is_current=False)
+    record = GoldRecord.objects.create(
+        item=item, revision=(last.revision + 1) if last else 1, values=values, provenance=provenance,
+        note=note, schema_version=item.project.schema_version, lexicon_version=lexicon_version,
+        decided_by=decided_by, task=task,
+    )
+    Item.objects.filter(pk=item.pk).update(stage=Stage.GOLD)
+    item.stage = Stage.GOLD
+    history_record(project=item.project, item=item, kind=kind, actor=decided_by,
+                   old=last.values if last else None, new=values, note=note)
+    return record
+
+
+# ---------------------------------------------------------------- reviewer work
+
+def _annotated_by(user) -> Q:
+    from annotation.models import Annotation
+
+    return Q(item__in=Annotation.objects.filter(annotator=user, kind="annotation").values("item"))
+
+
+def adjudication_next(*, project: Project, reviewer) -> AdjudicationTask | None:
+    """Claim the reviewer's next task: their own claimed one first, then the oldest open one.
+
+    Never an item the reviewer annotated. Claiming is a conditional UPDATE whose row count is
+    checked, so two reviewers pressing "next" at once never get the same task.
+    """
+    mine = AdjudicationTask.objects.filter(
+        item__project=project, status=AdjudicationTask.Status.CLAIMED, reviewer=reviewer
+    ).exclude(_annotated_by(reviewer)).first()
+    if mine:
+        return mine
+    candidates = (
+        AdjudicationTask.objects.filter(item__project=project, status=AdjudicationTask.Status.OPEN)
+        .exclude(_annotated_by(reviewer))
+        .order_by("id")
+        .values_list("pk", flat=True)[:20]
+    )
+    for pk in candidates:
+        claimed = AdjudicationTask.objects.filter(pk=pk, status=AdjudicationTask.Status.OPEN).update(
+            status=AdjudicationTask.Status.CLAIMED, reviewer=reviewer, claimed_at=timezone.now()
+        )
+        if claimed:
+            return AdjudicationTask.objects.get(pk=pk)
+    return None
+
+
+def adjudication_draft_save(*, task: AdjudicationTask, reviewer, draft: dict, version: int) -> int:
+    updated = AdjudicationTask.objects.filter(pk=task.pk, version=version, reviewer=reviewer).exclude(
+        status=AdjudicationTask.Status.DONE
+    ).update(draft=draft, version=version + 1)
+    if not updated:
+        raise StaleVersion("This adjudication was changed elsewhere (another tab or person). Reload to see it; your edits are kept in this page.")
+    return version + 1
+
+
+def gold_decide(*, task: AdjudicationTask, reviewer, decisions: dict, note: str, version: int) -> GoldRecord:
+    """The reviewer's per-field decisions become the gold record.
+
+    ``decisions``: ``{field: {"pick": k}}`` (take Annotator k's value, 1-based) or
+    ``{field: {"value": v}}`` (edited). Agreed fields without a decision keep the identical value.
+    Raises ValidationError (per field) when the result breaks the schema, StaleVersion on 409.
+    """
+    from annotation.models import Annotation
+
+    item = task.item
+    project = item.project
+    schema = project.get_schema()
+    by_id = Annotation.objects.in_bulk(task.annotation_ids)
+    annotations = [by_id[i] for i in task.annotation_ids if i in by_id]
+    values, provenance, errors = {}, {}, {}
+    for spec in schema.fields:
+        name = spec["name"]
+        decision = decisions.get(name)
+        if decision is None:
+            if task.comparison.get(name) == AGREE:
+                values[name] = annotations[0].values.get(name) if annotations else None
+                provenance[name] = {"source": "identical"}
+            else:
+                errors[name] = "needs a decision: pick an annotator's value or edit it"
+            continue
+        if "pick" in decision:
+            k = decision["pick"]
+            if not isinstance(k, int) or not 1 <= k <= len(annotations):
+                errors[name] = f"there is no Annotator {k}"
+                continue
+            values[name] = annotations[k - 1].values.get(name)
+            provenance[name] = {"source": "reviewer", "from_annotator": k, "decided_by": reviewer.pk}
+        elif "value" in decision:
+            values[name] = decision["value"]
+            provenance[name] = {"source": "reviewer", "edited": True, "decided_by": reviewer.pk}
+        else:
+            errors[name] = "unknown decision"
+    check = schema.validate(values, item_text=item.text)
+    errors.update({k: v for k, v in check.errors.items() if k not in errors})
+    if errors:
+        raise ValidationError(errors)
+    if len(note) > 5000:
+        raise ValidationError({"note": "at most 5000 characters"})
+    lexicon_version, _ = lexicon_current(project=project)
+    with transaction.atomic():
+        updated = AdjudicationTask.objects.filter(
+            pk=task.pk, version=version, reviewer=reviewer, status=AdjudicationTask.Status.CLAIMED
+        ).update(status=AdjudicationTask.Status.DONE, version=version + 1, resolved_at=timezone.now(), draft={})
+        if not updated:
+            raise StaleVersion("This adjudication was already saved or changed elsewhere. Reload to see the current state.")
+        record = _gold_write(item=item, values=check.values, provenance=provenance, note=note, decided_by=reviewer,
+                             task=task, lexicon_version=lexicon_version, kind="gold:reviewer")
+    return record
+
+
+def gold_send_back(*, item: Item, lead, note: str = "") -> AdjudicationTask:
+    """A lead reopens a gold item for adjudication; the current gold stays until a new decision."""
+    from annotation.models import Annotation
+
+    project = item.project
+    annotations = list(
+        Annotation.objects.filter(item=item, kind="annotation", status="submitted").order_by("submitted_at", "id")
+    )[: project.annotators_per_item]
+    _, lexicon = lexicon_current(project=project)
+    comparison = compare_annotations(project=project, values=[a.values for a in annotations], lexicon=lexicon)
+    try:
+        with transaction.atomic():
+            task = AdjudicationTask.objects.create(
+                item=item, comparison=comparison, annotation_ids=[a.pk for a in annotations], reason="sent_back"
+            )
+            Item.objects.filter(pk=item.pk).update(stage=Stage.ADJUDICATION)
+            history_record(project=project, item=item, kind="sent_back", actor=lead, note=note)
+    except IntegrityError:
+        raise ValidationError("This item is already waiting for adjudication.") from None
+    item.stage = Stage.ADJUDICATION
+    return task
