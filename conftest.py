@@ -27,6 +27,8 @@ def require(condition: bool, reason: str) -> None:
 
 @pytest.fixture(autouse=True)
 def _isolated_media(settings, tmp_path):
+    # PBKDF2 at full strength costs ~0.3 s per persona; tests don't need it.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.VAR_DIR = tmp_path / "var"
     settings.VAR_DIR.mkdir()

@@ -117,7 +117,8 @@ STORAGES = {
 # Uploaded images are never served by a static/media URL: only through a permission-checked
 # view with a fixed image content type (projects.views.item_image).
 MEDIA_ROOT = Path(env_str("CONCORD_MEDIA_ROOT", str(VAR_DIR / "media")))
-MEDIA_URL = None
+# Nothing routes this prefix; it exists because Django's test server expects a media URL.
+MEDIA_URL = "/_media-not-served/"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

@@ -158,7 +158,7 @@ def write_demo_source(folder: Path, *, limit: int | None = None) -> Path:
             elif kind == "resized":
                 data = _jpeg(meme.resize((int(meme.width * 0.8), int(meme.height * 0.8))))
             else:
-                dx, dy = meme.width // 40, meme.height // 40
+                dx, dy = max(2, meme.width // 100), max(2, meme.height // 100)
                 data = _jpeg(meme.crop((dx, dy, meme.width - dx, meme.height - dy)))
             vname = f"meme_{i:02d}_{kind}.jpg"
             (folder / vname).write_bytes(data)

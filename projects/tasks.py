@@ -21,7 +21,7 @@ def import_job_task(job_id: int) -> None:
     import_job_run(job=job)
 
 
-@shared_task(acks_late=True, max_retries=3, time_limit=30)
+@shared_task(acks_late=True, max_retries=3, time_limit=30, soft_time_limit=25)
 def heartbeat_task(token: str) -> None:
     from projects.services import heartbeat_record
 
