@@ -20,4 +20,5 @@ urlpatterns = [
     path("api/", include(api)),
     path("", include("annotation.urls")),
     path("", include("projects.urls")),
+    path("", include("candidates.urls")),
 ]
