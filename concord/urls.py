@@ -18,7 +18,5 @@ urlpatterns = [
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("admin/", admin.site.urls),
     path("api/", include(api)),
-    path("", include("annotation.urls")),
     path("", include("projects.urls")),
-    path("", include("candidates.urls")),
 ]
