@@ -40,6 +40,7 @@ def lexicon_current(*, project: Project) -> tuple[int | None, dict[str, str]]:
 
 def lexicon_check(entries: dict) -> dict[str, str]:
     """Validate a variant -> canonical mapping; raise ValidationError naming each bad entry."""
+    from metrics.entity import Lexicon
     from metrics.text import normalize
 
     if not isinstance(entries, dict):
@@ -60,11 +61,11 @@ def lexicon_check(entries: dict) -> dict[str, str]:
             errors.append(f"{v!r} -> {c!r}: nothing left after normalization (only punctuation or articles)")
         else:
             clean[v] = c
-    normalized = {normalize(v): normalize(c) for v, c in clean.items()}
-    for v, c in normalized.items():
-        # A canonical form that is itself mapped elsewhere makes the result depend on the order.
-        if c in normalized and normalized[c] != c:
-            errors.append(f"{c!r} is both a canonical form and a variant of {normalized[c]!r}")
+    if not errors:
+        try:
+            Lexicon(clean)  # conflicts (two spellings of one variant) and chains
+        except ValueError as exc:
+            errors.append(str(exc))
     if errors:
         raise ValidationError(errors)
     return clean
