@@ -245,6 +245,18 @@ def adjudication_next(*, project: Project, reviewer) -> AdjudicationTask | None:
     return None
 
 
+def adjudication_claim(*, task: AdjudicationTask, reviewer) -> bool:
+    """Claim an open task for ``reviewer`` (conditional UPDATE); True if they hold it now."""
+    if task.status == AdjudicationTask.Status.CLAIMED and task.reviewer_id == reviewer.pk:
+        return True
+    claimed = AdjudicationTask.objects.filter(pk=task.pk, status=AdjudicationTask.Status.OPEN).update(
+        status=AdjudicationTask.Status.CLAIMED, reviewer=reviewer, claimed_at=timezone.now()
+    )
+    if claimed:
+        task.refresh_from_db()
+    return bool(claimed)
+
+
 def adjudication_draft_save(*, task: AdjudicationTask, reviewer, draft: dict, version: int) -> int:
     updated = AdjudicationTask.objects.filter(pk=task.pk, version=version, reviewer=reviewer).exclude(
         status=AdjudicationTask.Status.DONE

@@ -18,5 +18,6 @@ urlpatterns = [
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("admin/", admin.site.urls),
     path("api/", include(api)),
+    path("", include("adjudication.urls")),
     path("", include("projects.urls")),
 ]
