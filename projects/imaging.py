@@ -15,9 +15,10 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-import imagehash
 from django.conf import settings
 from PIL import Image, ImageOps, UnidentifiedImageError
+
+from exports.dedup import phash_fast, phash_hex
 
 FORMAT_EXTENSIONS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp"}
 CONTENT_TYPES = {"jpg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp"}
@@ -48,8 +49,13 @@ def pixel_hash(img: Image.Image) -> str:
     return h.hexdigest()
 
 
-def perceptual_hash(img: Image.Image) -> str:
-    return str(imagehash.phash(img))
+def perceptual_hash(data: bytes) -> str:
+    """64-bit pHash (imagehash's algorithm) with JPEG draft decoding (exports.dedup).
+
+    Every item of every project is hashed by this one path: near-duplicate distances are only
+    meaningful between hashes made the same way (draft and full decodes differ by a few bits).
+    """
+    return phash_hex(phash_fast(data))
 
 
 def check_image(data: bytes) -> CheckedImage:
@@ -103,7 +109,7 @@ def check_image(data: bytes) -> CheckedImage:
         height=height,
         sha256=hashlib.sha256(data).hexdigest(),
         pixel_hash=pixel_hash(img),
-        phash=perceptual_hash(img),
+        phash=perceptual_hash(data),
     )
 
 

@@ -1,0 +1,513 @@
+"""exports.dedup: pHash paths, exact pair search, groups. Plain pytest, no database.
+
+The pair search is checked against the brute force (and pybktree) on uniform and clustered
+hashes, with the automatically planned strategy and with forced multi-index plans, because
+small inputs are planned as brute force and would otherwise never reach the index code.
+"""
+from __future__ import annotations
+
+import functools
+import io
+import math
+from collections import deque
+from pathlib import Path
+
+import imagehash
+import numpy as np
+import pybktree
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from exports.dedup import (
+    DRAFT_SIZE,
+    SearchPlan,
+    UnionFind,
+    _lanczos_resize,
+    _split_plan,
+    brute_force_pairs,
+    exact_duplicate_groups,
+    hamming_distance,
+    near_duplicate_groups,
+    near_duplicate_pairs,
+    phash_array,
+    phash_fast,
+    phash_hex,
+    phash_int,
+    phash_reference,
+    plan_search,
+    union_find_groups,
+)
+
+HYPOTHESIS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+U64 = 2**64
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+def clustered(n: int, centres: int, seed: int, max_flips: int = 6, noise: float = 0.1) -> np.ndarray:
+    """Members of random centres with 0..max_flips bit flips, plus uniform noise."""
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, U64, max(1, centres), dtype=np.uint64)
+    n_noise = int(n * noise)
+    h = c[rng.integers(0, len(c), n - n_noise)]
+    flips = rng.integers(0, max_flips + 1, len(h))
+    for k in range(max_flips):
+        sel = np.flatnonzero(flips > k)
+        h[sel] ^= np.left_shift(np.uint64(1), rng.integers(0, 64, len(sel)).astype(np.uint64))
+    out = np.concatenate([h, rng.integers(0, U64, n_noise, dtype=np.uint64)])
+    rng.shuffle(out)
+    return out
+
+
+def uniform(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, U64, n, dtype=np.uint64)
+
+
+def mih_plans(t: int, max_masks: int = 4000) -> list[SearchPlan]:
+    """Every m-substring plan for threshold t whose probe count stays small enough to test."""
+    plans = []
+    for m in range(1, min(t + 1, 64) + 1):
+        widths, radii = _split_plan(m, t)
+        masks = sum(sum(math.comb(w, k) for k in range(1, r + 1)) for w, r in zip(widths, radii))
+        if masks <= max_masks:
+            plans.append(SearchPlan("mih", widths, radii))
+    return plans
+
+
+def as_set(pairs: np.ndarray) -> set[tuple[int, int]]:
+    return {(int(i), int(j)) for i, j in pairs}
+
+
+def assert_pairs_format(pairs: np.ndarray) -> None:
+    assert pairs.dtype == np.int64 and pairs.ndim == 2 and pairs.shape[1] == 2
+    if len(pairs):
+        assert (pairs[:, 0] < pairs[:, 1]).all()
+        order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+        assert (order == np.arange(len(pairs))).all(), "not lexicographically sorted"
+        assert len(np.unique(pairs, axis=0)) == len(pairs), "duplicate rows"
+
+
+def components_bfs(n: int, pairs: np.ndarray) -> np.ndarray:
+    adj: list[list[int]] = [[] for _ in range(n)]
+    for a, b in pairs:
+        adj[int(a)].append(int(b))
+        adj[int(b)].append(int(a))
+    label = [-1] * n
+    for s in range(n):  # ascending start: the first node reached is the component minimum
+        if label[s] >= 0:
+            continue
+        label[s] = s
+        queue = deque([s])
+        while queue:
+            x = queue.popleft()
+            for y in adj[x]:
+                if label[y] < 0:
+                    label[y] = s
+                    queue.append(y)
+    return np.array(label, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# near_duplicate_pairs == brute force
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("t", range(0, 11))
+@pytest.mark.parametrize("kind", ["uniform", "clustered"])
+def test_pairs_equal_brute_force_every_plan(t: int, kind: str) -> None:
+    hashes = uniform(1500, t) if kind == "uniform" else clustered(1500, 150, seed=t)
+    expected = brute_force_pairs(hashes, t)
+    assert_pairs_format(expected)
+    got = near_duplicate_pairs(hashes, t)
+    assert np.array_equal(got, expected)
+    for plan in mih_plans(t):
+        assert np.array_equal(near_duplicate_pairs(hashes, t, plan=plan), expected), plan
+    if kind == "clustered" and t >= 4:
+        assert len(expected) > 500  # the clustered data really has pairs at these thresholds
+
+
+def test_pairs_equal_brute_force_large_clustered_default_plan() -> None:
+    hashes = clustered(20_000, 2_000, seed=7)
+    plan = plan_search(len(np.unique(hashes)), 8)
+    assert plan.method == "mih"
+    expected = brute_force_pairs(hashes, 8)
+    assert len(expected) > 20_000
+    assert np.array_equal(near_duplicate_pairs(hashes, 8), expected)
+    assert np.array_equal(near_duplicate_pairs(hashes, 8, workers=2), expected)
+
+
+@HYPOTHESIS
+@given(
+    data=st.data(),
+    t=st.integers(0, 10),
+    n_centres=st.integers(1, 12),
+    n=st.integers(0, 120),
+)
+def test_pairs_property_clustered(data: st.DataObject, t: int, n_centres: int, n: int) -> None:
+    centres = data.draw(st.lists(st.integers(0, U64 - 1), min_size=n_centres, max_size=n_centres))
+    members = []
+    for _ in range(n):
+        h = centres[data.draw(st.integers(0, n_centres - 1))]
+        for bit in data.draw(st.lists(st.integers(0, 63), max_size=9)):
+            h ^= 1 << bit
+        members.append(h)
+    hashes = np.array(members, dtype=np.uint64)
+    expected = brute_force_pairs(hashes, t)
+    plans = mih_plans(t, max_masks=600)
+    plan = plans[data.draw(st.integers(0, len(plans) - 1))]
+    chunk = data.draw(st.sampled_from([1, 7, 1 << 20]))
+    assert np.array_equal(near_duplicate_pairs(hashes, t, plan=plan, chunk=chunk), expected)
+    assert np.array_equal(near_duplicate_pairs(hashes, t), expected)
+
+
+@HYPOTHESIS
+@given(st.lists(st.integers(0, U64 - 1), max_size=80), st.integers(0, 70))
+def test_pairs_property_arbitrary(values: list[int], t: int) -> None:
+    expected = {
+        (i, j)
+        for i in range(len(values))
+        for j in range(i + 1, len(values))
+        if hamming_distance(values[i], values[j]) <= t
+    }
+    got = near_duplicate_pairs(values, t)
+    assert_pairs_format(got)
+    assert as_set(got) == expected
+    assert as_set(brute_force_pairs(values, t)) == expected
+
+
+def test_pairs_match_pybktree() -> None:
+    hashes = clustered(1500, 150, seed=3)
+    items = [(int(h), i) for i, h in enumerate(hashes.tolist())]
+    tree = pybktree.BKTree(lambda a, b: (a[0] ^ b[0]).bit_count(), items)
+    expected = set()
+    for item in items:
+        for _, other in tree.find(item, 8):
+            if other[1] > item[1]:
+                expected.add((item[1], other[1]))
+    assert len(expected) > 1000
+    assert as_set(near_duplicate_pairs(hashes, 8)) == expected
+
+
+def test_wide_substrings_use_binary_search() -> None:
+    # 2 substrings of 32 bits with radius 1 exceed the dense-table limit.
+    hashes = clustered(3000, 300, seed=11, max_flips=3)
+    plan = SearchPlan("mih", *_split_plan(2, 3))
+    assert plan.widths == (32, 32) and plan.radii == (1, 1)
+    assert np.array_equal(near_duplicate_pairs(hashes, 3, plan=plan), brute_force_pairs(hashes, 3))
+
+
+def test_huge_buckets_are_processed_in_chunks() -> None:
+    # 1500 distinct hashes share their top 40 bits: every substring there is one bucket.
+    rng = np.random.default_rng(5)
+    prefix = np.uint64(0xABCDEF1234 << 24)
+    low = rng.choice(1 << 24, 1500, replace=False).astype(np.uint64)
+    hashes = np.concatenate([prefix | low, np.repeat(prefix, 150)])  # plus 150 exact copies
+    expected = brute_force_pairs(hashes, 10)
+    for plan in (None, *mih_plans(10, max_masks=600)):
+        got = near_duplicate_pairs(hashes, 10, plan=plan, chunk=1000)
+        assert np.array_equal(got, expected)
+
+
+# --------------------------------------------------------------------------------------------
+# edge cases
+# --------------------------------------------------------------------------------------------
+
+def test_empty_and_single() -> None:
+    for data in (np.array([], dtype=np.uint64), [], np.array([42], dtype=np.uint64)):
+        for t in (0, 8, 64):
+            out = near_duplicate_pairs(data, t)
+            assert out.shape == (0, 2) and out.dtype == np.int64
+            assert brute_force_pairs(data, t).shape == (0, 2)
+    assert union_find_groups(0, np.zeros((0, 2))).shape == (0,)
+
+
+def test_all_identical() -> None:
+    hashes = np.full(300, 0xFFFF_0000_FFFF_0000, dtype=np.uint64)
+    expected = np.array([(i, j) for i in range(300) for j in range(i + 1, 300)])
+    for t in (0, 1, 8):
+        assert np.array_equal(near_duplicate_pairs(hashes, t, chunk=1000), expected)
+    assert (near_duplicate_groups(hashes, 0) == 0).all()
+
+
+def test_threshold_zero_is_exact_duplicates() -> None:
+    hashes = np.array([5, 7, 5, 1 << 63, 7, 5, (1 << 63) | 1], dtype=np.uint64)
+    assert as_set(near_duplicate_pairs(hashes, 0)) == {(0, 2), (0, 5), (2, 5), (1, 4)}
+
+
+def test_threshold_64_and_more_is_all_pairs() -> None:
+    hashes = uniform(60, 1)
+    hashes[0] = 0
+    hashes[1] = U64 - 1  # distance 64 from hashes[0]
+    expected = np.array([(i, j) for i in range(60) for j in range(i + 1, 60)])
+    for t in (64, 100):
+        assert np.array_equal(near_duplicate_pairs(hashes, t), expected)
+        assert np.array_equal(brute_force_pairs(hashes, t), expected)
+    assert (0, 1) not in as_set(near_duplicate_pairs(hashes, 63))
+
+
+def test_top_bit_and_signed_input() -> None:
+    base = (1 << 63) | 0x0123_4567_89AB_CDEF
+    values = [base, base ^ 1, base ^ (1 << 62) ^ (1 << 5), U64 - 1, (U64 - 1) ^ (1 << 63), 3]
+    unsigned = np.array(values, dtype=np.uint64)
+    expected = {(0, 1), (0, 2), (1, 2), (3, 4)}
+    assert as_set(near_duplicate_pairs(unsigned, 3)) == expected
+    assert as_set(near_duplicate_pairs(values, 3)) == expected  # Python ints above 2^63
+    signed = unsigned.view(np.int64)  # as read back from a signed BIGINT column
+    assert (signed < 0).sum() == 4
+    assert as_set(near_duplicate_pairs(signed, 3)) == expected
+    assert as_set(near_duplicate_pairs([int(v) for v in signed], 3)) == expected
+    for plan in mih_plans(3):
+        assert as_set(near_duplicate_pairs(unsigned, 3, plan=plan)) == expected
+
+
+def test_invalid_input() -> None:
+    with pytest.raises(ValueError):
+        near_duplicate_pairs([1, 2], -1)
+    with pytest.raises(ValueError):
+        near_duplicate_pairs([1, 2], 2.5)
+    with pytest.raises(ValueError):
+        near_duplicate_pairs(np.zeros((2, 2), dtype=np.uint64))
+    with pytest.raises(TypeError):
+        near_duplicate_pairs(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError):
+        near_duplicate_pairs([U64])
+    with pytest.raises(ValueError):
+        near_duplicate_pairs(np.array([-1, 2], dtype=np.int32))
+
+
+def test_plan_must_cover_the_threshold() -> None:
+    with pytest.raises(ValueError):
+        near_duplicate_pairs(uniform(10, 0), 8, plan=SearchPlan("mih", (32, 32), (3, 3)))  # 4 + 4 <= 8
+    with pytest.raises(ValueError):
+        near_duplicate_pairs(uniform(10, 0), 2, plan=SearchPlan("mih", (32, 31), (1, 1)))  # 63 bits
+
+
+def test_plan_choice() -> None:
+    assert plan_search(50, 8).method == "brute"
+    big = plan_search(1_000_000, 8)
+    assert big.method == "mih" and big.widths == (22, 21, 21) and big.radii == (2, 2, 2)
+    assert plan_search(1_000_000, 64).method == "brute"  # everything pairs anyway
+    for t in range(0, 12):
+        widths, radii = _split_plan(t + 1, t)
+        assert sum(widths) == 64 and not any(radii)  # the classic exact-substring scheme
+        for m in range(1, t + 2):
+            widths, radii = _split_plan(m, t)
+            assert sum(widths) == 64 and sum(r + 1 for r in radii) > t
+
+
+# --------------------------------------------------------------------------------------------
+# groups
+# --------------------------------------------------------------------------------------------
+
+def _graphs(n: int) -> st.SearchStrategy[tuple[int, list[tuple[int, int]]]]:
+    node = st.integers(0, n - 1)
+    return st.tuples(st.just(n), st.lists(st.tuples(node, node), max_size=90))
+
+
+@HYPOTHESIS
+@given(st.integers(1, 60).flatmap(_graphs))
+def test_union_find_groups_match_bfs(case: tuple[int, list[tuple[int, int]]]) -> None:
+    n, edges = case
+    pairs = np.array(edges, dtype=np.int64).reshape(-1, 2)
+    expected = components_bfs(n, pairs)
+    assert np.array_equal(union_find_groups(n, pairs), expected)
+    assert np.array_equal(union_find_groups(n, pairs[::-1, ::-1]), expected)  # order-independent
+    assert np.array_equal(union_find_groups(n, edges), expected)
+    uf = UnionFind(n)
+    for a, b in edges:
+        uf.union(a, b)
+    assert np.array_equal(uf.groups(), expected)
+
+
+def test_union_find_long_chain_and_star() -> None:
+    n = 50_000
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(n)
+    chain = np.stack([perm[:-1], perm[1:]], axis=1)  # one path visiting all nodes in random order
+    assert (union_find_groups(n, chain) == 0).all()
+    star = np.stack([np.full(n - 1, n - 1), np.arange(n - 1)], axis=1)
+    assert (union_find_groups(n, star) == 0).all()
+    two = union_find_groups(6, [(5, 3), (4, 2)])
+    assert two.tolist() == [0, 1, 2, 3, 2, 3]
+    with pytest.raises(ValueError):
+        union_find_groups(3, [(0, 3)])
+
+
+def test_near_duplicate_groups_on_clusters() -> None:
+    rng = np.random.default_rng(2)
+    centres = rng.integers(0, U64, 50, dtype=np.uint64)
+    # Centres are ~32 bits apart; members within 2 flips of their centre are within 4 of each other.
+    label = np.repeat(np.arange(50), 6)
+    hashes = centres[label].copy()
+    for _ in range(2):
+        hashes ^= np.left_shift(np.uint64(1), rng.integers(0, 64, len(hashes)).astype(np.uint64))
+    perm = rng.permutation(len(hashes))
+    hashes, label = hashes[perm], label[perm]
+    groups = near_duplicate_groups(hashes, 4)
+    for g in range(50):
+        members = np.flatnonzero(label == g)
+        assert (groups[members] == members.min()).all()
+
+
+def test_exact_duplicate_groups() -> None:
+    assert exact_duplicate_groups([]) == {}
+    assert exact_duplicate_groups(["a", "b", "c"]) == {}
+    got = exact_duplicate_groups(["x", "y", "x", "z", "y", "x"])
+    assert got == {"x": [0, 2, 5], "y": [1, 4]}
+    assert list(got) == ["x", "y"]
+
+
+# --------------------------------------------------------------------------------------------
+# pHash
+# --------------------------------------------------------------------------------------------
+
+PHOTOS = (
+    "astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry",
+    "retina", "camera", "moon", "horse", "coins",
+)
+
+
+@functools.lru_cache(maxsize=None)
+def photo(name: str) -> Image.Image:
+    import skimage.data
+
+    arr = getattr(skimage.data, name)()
+    if arr.dtype == bool:
+        arr = arr.astype(np.uint8) * 255
+    img = Image.fromarray(arr)
+    return img.convert("RGB") if arr.ndim == 3 else img
+
+
+def encode(img: Image.Image, fmt: str, **kw: object) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, fmt, **kw)
+    return buf.getvalue()
+
+
+def imagehash_int(data: bytes) -> int:
+    return int(str(imagehash.phash(Image.open(io.BytesIO(data)))), 16)
+
+
+def test_hex_conversions_match_imagehash() -> None:
+    img = photo("astronaut")
+    text = str(imagehash.phash(img))
+    value = phash_int(text)
+    assert phash_hex(value) == text and len(text) == 16
+    assert phash_hex(0) == "0000000000000000"
+    assert phash_hex(U64 - 1) == "ffffffffffffffff"
+    assert phash_int("FFFFFFFFFFFFFFFF") == U64 - 1
+    assert imagehash.hex_to_hash(phash_hex(value)) == imagehash.phash(img)
+    assert phash_array([text, "8000000000000000"]).tolist() == [value, 1 << 63]
+    assert phash_array([]).dtype == np.uint64
+    bad_values = ("", "abc", "0x12345678901234", "g000000000000000", "00000000000000000", "+123456789abcdef",
+                  "1234_6789abcdef0")
+    for bad in bad_values:
+        with pytest.raises(ValueError):
+            phash_int(bad)
+    for bad in (-1, U64):
+        with pytest.raises(ValueError):
+            phash_hex(bad)
+    assert hamming_distance(0, U64 - 1) == 64 and hamming_distance(5, 6) == 2
+
+
+@pytest.mark.parametrize("name", PHOTOS)
+def test_png_is_bit_identical_to_imagehash(name: str, tmp_path: Path) -> None:
+    base = photo(name)
+    variants = [base, base.resize((500, 500)), base.resize((333, 517)), base.convert("L")]
+    if base.mode == "RGB":
+        variants += [base.convert("RGBA"), base.convert("P")]
+    for i, img in enumerate(variants):
+        data = encode(img, "PNG")
+        expected = imagehash_int(data)
+        path = tmp_path / f"{i}.png"
+        path.write_bytes(data)
+        assert phash_fast(data) == expected
+        assert phash_fast(path) == expected
+        assert phash_fast(str(path)) == expected
+        assert phash_fast(Image.open(io.BytesIO(data))) == expected
+        assert phash_reference(data) == expected
+
+
+@pytest.mark.parametrize("name", PHOTOS)
+def test_jpeg_fast_within_two_bits_of_imagehash(name: str) -> None:
+    base = photo(name)
+    sizes = [None, (500, 500), (1000, 800), (333, 517), (1500, 1500)]
+    worst = 0
+    for size in sizes:
+        img = base if size is None else base.resize(size, Image.Resampling.BICUBIC)
+        for quality in (50, 75, 90, 95):
+            data = encode(img, "JPEG", quality=quality)
+            reference = imagehash_int(data)
+            assert phash_reference(data) == reference
+            distance = (phash_fast(data) ^ reference).bit_count()
+            assert distance <= 2, (name, size, quality, distance)
+            worst = max(worst, distance)
+    assert worst <= 2
+
+
+def test_jpeg_fast_really_drafts_and_sources_agree(tmp_path: Path) -> None:
+    data = encode(photo("astronaut").resize((500, 500)), "JPEG", quality=85)
+    img = Image.open(io.BytesIO(data))
+    value = phash_fast(img)
+    assert img.size == (63, 63) and img.mode == "L"  # decoded at 1/8 scale, luma only
+    path = tmp_path / "a.jpg"
+    path.write_bytes(data)
+    with open(path, "rb") as fh:
+        assert phash_fast(fh) == value
+        assert not fh.closed
+    assert phash_fast(path) == phash_fast(data) == phash_fast(memoryview(data)) == value
+    loaded = Image.open(io.BytesIO(data))
+    loaded.load()  # already decoded: no draft possible, so this is the reference computation
+    assert phash_fast(loaded) == imagehash_int(data)
+    with pytest.raises(TypeError):
+        phash_fast(12345)  # type: ignore[arg-type]
+
+
+def test_draft_size_parameter() -> None:
+    data = encode(photo("chelsea").resize((500, 500)), "JPEG", quality=80)
+    img = Image.open(io.BytesIO(data))
+    value = phash_fast(img, draft_size=64)
+    assert img.size == (125, 125)  # 500 // 64 = 7 -> scale 1/4
+    assert (value ^ imagehash_int(data)).bit_count() <= 2
+    assert phash_fast(data, draft_size=300) == imagehash_int(data)  # under 2 x 300 px: no draft
+
+
+def test_small_and_grayscale_and_uniform_jpegs() -> None:
+    # Under 2 x DRAFT_SIZE pixels libjpeg cannot scale: the fast path is the reference one.
+    small = photo("coffee").resize((2 * DRAFT_SIZE - 1, 120))
+    data = encode(small, "JPEG", quality=80)
+    assert phash_fast(data) == imagehash_int(data)
+    gray = encode(photo("camera").resize((640, 480)), "JPEG", quality=85)  # mode L JPEG
+    assert (phash_fast(gray) ^ imagehash_int(gray)).bit_count() <= 2
+    cmyk = encode(photo("rocket").convert("CMYK"), "JPEG", quality=90)
+    assert (phash_fast(cmyk) ^ imagehash_int(cmyk)).bit_count() <= 2
+    for colour in ((0, 0, 0), (255, 255, 255), (120, 30, 200)):
+        flat = encode(Image.new("RGB", (500, 400), colour), "JPEG", quality=85)
+        assert phash_fast(flat) == imagehash_int(flat)
+
+
+def test_fast_hash_still_finds_reencoded_near_duplicates() -> None:
+    hashes, names = [], []
+    for name in PHOTOS:
+        img = photo(name).resize((500, 500))
+        for quality in (60, 95):
+            hashes.append(phash_fast(encode(img, "JPEG", quality=quality)))
+            names.append(name)
+    pairs = as_set(near_duplicate_pairs(hashes, 8))
+    for k in range(len(PHOTOS)):
+        assert (2 * k, 2 * k + 1) in pairs  # each photo's two encodings pair up
+    assert all(names[i] == names[j] for i, j in pairs)  # and distinct photos do not
+
+
+def test_lanczos_resize_close_to_pillow() -> None:
+    for name in ("astronaut", "moon", "coins"):
+        gray = photo(name).convert("L")
+        for scale in (2, 4, 8):
+            small = gray.reduce(scale)
+            box = (0, 0, gray.width / scale, gray.height / scale)
+            expected = np.asarray(small.resize((32, 32), Image.Resampling.LANCZOS, box=box)).astype(int)
+            got = _lanczos_resize(np.asarray(small), box).astype(int)
+            assert np.abs(got - expected).max() <= 1
