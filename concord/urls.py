@@ -9,6 +9,7 @@ api = [
     *project_api,
     path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api_schema"), name="api_docs"),
+    path("", include("exports.api_urls")),
 ]
 
 urlpatterns = [
@@ -20,4 +21,5 @@ urlpatterns = [
     path("api/", include(api)),
     path("", include("adjudication.urls")),
     path("", include("projects.urls")),
+    path("", include("candidates.urls")),
 ]

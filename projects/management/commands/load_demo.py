@@ -40,6 +40,10 @@ class Command(BaseCommand):
             source = settings.VAR_DIR / "demo_source" / slug
             write_demo_source(source, limit=limit)
             job = import_job_run(job=import_job_create(project=project, user=users["lead"], source_name="demo"), path=source)
+            from candidates.demo import demo_candidates_load  # replay "model-1/2/3": candidates offline
+
+            demo_candidates_load(project=project, lead=users["lead"])
+
             if not quiet:
                 self.stdout.write(f"{name}: {project.items.count()} items ({job.imported} new, {len(job.errors)} refused)")
         if not quiet:

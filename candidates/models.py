@@ -1,0 +1,140 @@
+"""MLLM candidate annotations (SPEC section 1 step 1, Meme3W Stage 1).
+
+A Provider is one configured model endpoint of a project; a CandidateJob is a lead's request to
+produce candidates for a set of items; a CandidateTask is one (job, item, provider) unit of work;
+a Candidate is the stored, normalized output of one provider for one item under one prompt
+version. The unique constraint on Candidate (item, provider, prompt_version) is what makes a
+redelivered Celery task unable to duplicate work.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from projects.models import Item, Project
+
+
+class ProviderKind(models.TextChoices):
+    OPENAI = "openai", "OpenAI"
+    GEMINI = "gemini", "Google Gemini"
+    OPENAI_COMPATIBLE = "openai-compatible", "OpenAI-compatible server (vLLM, Ollama, SGLang)"
+    REPLAY = "replay", "Replay a JSONL file"
+
+
+class Provider(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="providers")
+    name = models.CharField(
+        max_length=80, help_text="Name shown to leads and researchers; never shown to annotators."
+    )
+    kind = models.CharField(max_length=20, choices=ProviderKind.choices, help_text="Client used to call the model.")
+    model = models.CharField(max_length=200, help_text="Model name sent to the endpoint (e.g. gpt-4o, gemini-2.5-flash).")
+    base_url = models.CharField(
+        max_length=500, blank=True,
+        help_text="Endpoint base URL (required for openai-compatible; optional override otherwise).",
+    )
+    api_key_env = models.CharField(
+        max_length=100, blank=True,
+        help_text="NAME of the environment variable holding the API key. The key itself is never stored.",
+    )
+    replay_path = models.CharField(
+        max_length=500, blank=True,
+        help_text="replay: path of a JSONL file with one {\"source_id\"|\"item_id\"|\"import_key\", \"reply\"} per line.",
+    )
+    requests_per_minute = models.PositiveIntegerField(
+        default=60, help_text="Rate limit shared by all workers for this provider."
+    )
+    timeout_seconds = models.FloatField(default=60.0, help_text="Per-request timeout in seconds.")
+    enabled = models.BooleanField(default=True, help_text="Disabled providers take no part in new jobs.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="uniq_provider_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}:{self.model})"
+
+
+class CandidateJob(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="candidate_jobs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    prompt_version = models.CharField(max_length=40, help_text="Prompt version every task of the job uses.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+
+class CandidateTask(models.Model):
+    """One unit of work: ask one provider about one item. Progress is counted over these rows."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    job = models.ForeignKey(CandidateJob, on_delete=models.CASCADE, related_name="tasks")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="candidate_tasks")
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="tasks")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, help_text="Last error (shown to leads only).")
+    lease_until = models.DateTimeField(
+        null=True, blank=True, help_text="While set and in the future, one execution is calling the provider."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "item", "provider"], name="uniq_candidate_task"),
+        ]
+        indexes = [models.Index(fields=["job", "provider", "status"])]
+
+
+class Candidate(models.Model):
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="candidates")
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="candidates")
+    prompt_version = models.CharField(max_length=40, help_text="Version of the prompt that produced this candidate.")
+    model_name = models.CharField(max_length=200, help_text="Model name at generation time (as reported by the endpoint when available).")
+    raw_reply = models.TextField(help_text="The model's reply, verbatim.")
+    think = models.TextField(blank=True, help_text="The model's `think` field (its analysis steps).")
+    fields = models.JSONField(default=dict, help_text="Normalized schema fields that passed validation.")
+    removed = models.JSONField(default=list, help_text="[{field, reason, value}] removed during normalization.")
+    parse_error = models.TextField(blank=True, help_text="Set when no JSON object could be read from the reply.")
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "provider", "prompt_version"], name="uniq_candidate_item_provider_prompt"
+            ),
+        ]
+
+    @property
+    def ok(self) -> bool:
+        return not self.parse_error
+
+
+class RateLimitSlot(models.Model):
+    """Database rate-limit state of one provider, used when Redis is not configured.
+
+    ``tat`` is the GCRA "theoretical arrival time": the earliest moment the next request may
+    start. Read and advanced under ``select_for_update`` (PostgreSQL) or SQLite's write lock
+    (``transaction_mode=IMMEDIATE``), so the limit holds across worker processes.
+    """
+
+    provider = models.OneToOneField(Provider, on_delete=models.CASCADE, related_name="rate_slot")
+    tat = models.FloatField(default=0.0, help_text="Unix time before which no new request may be scheduled.")
