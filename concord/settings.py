@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "annotation",
     "adjudication",
     "exports",
+    "quality",
 ]
 
 MIDDLEWARE = [
@@ -147,12 +148,13 @@ else:
 # Celery (read by concord/celery.py with namespace="CELERY").
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
-    for sub in ("in", "processed"):
+    for sub in ("in", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "in"),
         "data_folder_out": str(BROKER_DIR / "in"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
 else:

@@ -19,7 +19,10 @@ urlpatterns = [
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("admin/", admin.site.urls),
     path("api/", include(api)),
+    path("", include("annotation.urls")),
     path("", include("adjudication.urls")),
     path("", include("projects.urls")),
+    path("", include("exports.urls")),
     path("", include("candidates.urls")),
+    path("", include("quality.urls")),
 ]

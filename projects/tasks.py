@@ -16,9 +16,13 @@ def import_job_task(job_id: int) -> None:
     ).first()
     if job is None:
         return  # already finished (redelivery) or deleted
+    from exports.tasks import near_duplicates_detect_task
     from projects.services import import_job_run
 
-    import_job_run(job=job)
+    job = import_job_run(job=job)
+    if job.imported:
+        # New items join the near-duplicate review queue (and the release's split groups).
+        near_duplicates_detect_task.delay(job.project_id)
 
 
 @shared_task(acks_late=True, max_retries=3, time_limit=30, soft_time_limit=25)

@@ -43,7 +43,9 @@ class Command(BaseCommand):
             from candidates.demo import demo_candidates_load  # replay "model-1/2/3": candidates offline
 
             demo_candidates_load(project=project, lead=users["lead"])
+            from exports.services import near_duplicates_detect  # near-duplicate pairs for the review queue
 
+            near_duplicates_detect(project=project)
             if not quiet:
                 self.stdout.write(f"{name}: {project.items.count()} items ({job.imported} new, {len(job.errors)} refused)")
         if not quiet:

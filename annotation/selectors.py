@@ -1,0 +1,272 @@
+"""Read paths of the annotation app.
+
+Blindness is enforced here, not in templates (CONVENTIONS "Access"): what an annotator must not
+see is never loaded into a response. An annotator's workspace is built from exactly their own
+annotation, the item's own fields and anonymized candidates (letters + normalized fields);
+another annotator's values, counts of their choices, gold and model identity are not queried at
+all. The stored candidate ids of the provenance are stripped before anything leaves the server.
+``submitted_annotations_for_item`` is for adjudication and quality code only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from django.db.models import Count, Q
+from django.http import Http404
+from django.utils import timezone
+
+from annotation.models import Annotation, AnnotatorPreference, Assignment, Kind, assignment_of, slot_held
+from projects.models import Item, Project, Stage
+
+Status = Annotation.Status
+
+
+def annotation_get_for_annotator(*, user, project: Project, item_id: Any, kind: str = Kind.ANNOTATION) -> Annotation:
+    """The caller's own annotation of an item of ``project`` (already access-checked), with item
+    and assignment; 404 when the item is not assigned to them (its existence is not revealed)."""
+    try:
+        pk = int(item_id)
+    except (TypeError, ValueError):
+        raise Http404("No such item") from None
+    annotation = (
+        Annotation.objects.select_related("item", "assignment")
+        .filter(item__project=project, item_id=pk, annotator=user, kind=kind)
+        .first()
+    )
+    if annotation is None:
+        raise Http404("This item is not assigned to you")
+    annotation.item.project = project
+    annotation.annotator = user
+    return annotation
+
+
+def browser_provenance(provenance: dict | None) -> dict:
+    """Provenance as the annotator's browser may see it: the letter and edited flag, never the candidate id."""
+    return {
+        name: {"letter": entry.get("letter"), "edited": bool(entry.get("edited"))}
+        for name, entry in (provenance or {}).items()
+        if isinstance(entry, dict) and entry.get("letter")
+    }
+
+
+def holds_slot(annotation: Annotation, *, now: datetime | None = None) -> bool:
+    if getattr(annotation, "holds_slot", None) is not None:
+        return annotation.holds_slot
+    assignment = assignment_of(annotation)
+    if assignment is None:
+        return False
+    return slot_held(assignment.status, assignment.expires_at, now or timezone.now())
+
+
+def is_editable(annotation: Annotation) -> bool:
+    if annotation.status == Status.SKIPPED:
+        return False
+    return annotation.kind == Kind.AUDIT or annotation.item.stage == Stage.ANNOTATING
+
+
+def current_values(schema, values: dict | None) -> dict:
+    """Values restricted to the project's current schema, dropping any whose shape no longer
+    fits its field (after a schema change), so a page never starts from something the server
+    would refuse to save."""
+    from annotation.services import _shape_error
+
+    out = {}
+    for name, value in (values or {}).items():
+        if name in schema.by_name and _shape_error(schema.type_of(name).widget, value) is None:
+            out[name] = value
+    return out
+
+
+def annotation_state(annotation: Annotation) -> dict:
+    """The JSON an annotator's browser gets about their own annotation."""
+    schema = annotation.item.project.get_schema()
+    return {
+        "item_id": annotation.item_id,
+        "kind": annotation.kind,
+        "status": annotation.status,
+        "version": annotation.version,
+        "values": current_values(schema, annotation.working_values),
+        "submitted_values": annotation.values if annotation.status == Status.SUBMITTED else None,
+        "revision_pending": annotation.draft_values is not None,
+        "provenance": browser_provenance(annotation.provenance),
+        "editable": is_editable(annotation),
+        "holds_slot": holds_slot(annotation),
+        "updated_at": annotation.updated_at.isoformat() if annotation.updated_at else None,
+    }
+
+
+@dataclass(frozen=True)
+class FieldView:
+    """One schema field as the workspace renders it (by widget name, never by preset)."""
+
+    name: str
+    label: str
+    widget: str
+    help: str
+    required: bool
+    choices: list
+    exclusive: list
+    visible_if: dict | None
+    visible: bool
+    value: Any
+
+
+@dataclass(frozen=True)
+class CandidateFieldView:
+    name: str
+    label: str
+    widget: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class CandidateView:
+    letter: str
+    fields: list[CandidateFieldView]
+    values: dict
+
+
+@dataclass
+class Workspace:
+    annotation: Annotation
+    item: Item
+    fields: list[FieldView]
+    candidates: list[CandidateView] = field(default_factory=list)
+    audit: bool = False
+
+    @cached_property
+    def state(self) -> dict:
+        return annotation_state(self.annotation)
+
+    @property
+    def candidate_rows(self) -> list[tuple[FieldView, list[tuple[str, CandidateFieldView | None]]]]:
+        """Fields x candidates for the side-by-side table: (letter, field or None when the
+        candidate lacks it, e.g. removed as malformed)."""
+        rows = []
+        for f in self.fields:
+            cells = [(c.letter, next((cf for cf in c.fields if cf.name == f.name), None)) for c in self.candidates]
+            if any(cf for _, cf in cells):
+                rows.append((f, cells))
+        return rows
+
+
+def workspace_for_annotator(*, annotation: Annotation, audit: bool) -> Workspace:
+    """Everything the annotation page shows. Audit mode does not load candidates at all."""
+    item = annotation.item
+    schema = item.project.get_schema()
+    values = {**schema.absent_values(), **current_values(schema, annotation.working_values)}
+    fields = [
+        FieldView(
+            name=spec["name"], label=spec.get("label") or spec["name"], widget=schema.type_of(spec["name"]).widget,
+            help=spec.get("help", ""), required=bool(spec.get("required")), choices=list(spec.get("choices", [])),
+            exclusive=list(spec.get("exclusive", [])), visible_if=spec.get("visible_if"),
+            visible=schema.is_visible(spec, values), value=values.get(spec["name"]),
+        )
+        for spec in schema.fields
+    ]
+    candidates: list[CandidateView] = []
+    if not audit:
+        from candidates.selectors import candidates_for_annotator
+
+        for cand in candidates_for_annotator(item=item, user=annotation.annotator):
+            shown = [
+                CandidateFieldView(name=f.name, label=f.label, widget=f.widget, value=cand.fields[f.name])
+                for f in fields
+                if f.name in cand.fields
+            ]
+            candidates.append(CandidateView(letter=cand.letter, fields=shown,
+                                            values={f.name: f.value for f in shown}))
+    return Workspace(annotation=annotation, item=item, fields=fields, candidates=candidates, audit=audit)
+
+
+def session_start(user):
+    """Start of the annotator's session for the welfare cap: their most recent login."""
+    return user.last_login or user.date_joined
+
+
+def session_count(*, user, project: Project) -> int:
+    """Items the annotator finished (first submission or skip) in ``project`` since login.
+
+    Skips count too: the cap limits exposure to the content, and a skipped item was seen.
+    """
+    since = session_start(user)
+    return Annotation.objects.filter(
+        Q(first_submitted_at__gte=since) | Q(status=Status.SKIPPED, updated_at__gte=since),
+        annotator=user, item__project=project, kind=Kind.ANNOTATION,
+    ).count()
+
+
+@dataclass(frozen=True)
+class Progress:
+    done_today: int
+    session_count: int
+    session_cap: int
+    remaining: int
+
+    @property
+    def cap_reached(self) -> bool:
+        return bool(self.session_cap) and self.session_count >= self.session_cap
+
+
+def annotator_progress(*, user, project: Project) -> Progress:
+    """Done today, done this session and items still open to the annotator: two queries."""
+    now = timezone.now()
+    today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    since = session_start(user)
+    counts = Annotation.objects.filter(annotator=user, item__project=project, kind=Kind.ANNOTATION).aggregate(
+        done_today=Count("id", filter=Q(first_submitted_at__gte=today)),
+        session=Count("id", filter=Q(first_submitted_at__gte=since) | Q(status=Status.SKIPPED, updated_at__gte=since)),
+    )
+    live = Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.ACTIVE, expires_at__gt=now)
+    full = (
+        Assignment.objects.filter(live, project=project, kind=Kind.ANNOTATION)
+        .values("item_id")
+        .annotate(held=Count("id"))
+        .filter(held__gte=project.annotators_per_item)
+        .values("item_id")
+    )
+    mine = Annotation.objects.filter(annotator=user, kind=Kind.ANNOTATION).values("item_id")
+    remaining = (
+        Item.objects.filter(project=project, stage=Stage.ANNOTATING).exclude(pk__in=mine).exclude(pk__in=full).count()
+    )
+    return Progress(
+        done_today=counts["done_today"], session_count=counts["session"], session_cap=project.session_item_cap,
+        remaining=remaining,
+    )
+
+
+def annotator_worklist(*, user, project: Project, limit: int = 50):
+    """The annotator's own drafts and revisable submissions (items still being annotated)."""
+    return (
+        Annotation.objects.filter(
+            annotator=user, item__project=project, kind=Kind.ANNOTATION, item__stage=Stage.ANNOTATING,
+            status__in=[Status.DRAFT, Status.SUBMITTED],
+        )
+        .select_related("item")
+        .order_by("status", "-updated_at")[:limit]
+    )
+
+
+def audit_worklist(*, user, project: Project, limit: int = 200):
+    return (
+        Annotation.objects.filter(annotator=user, item__project=project, kind=Kind.AUDIT)
+        .select_related("item")
+        .order_by("status", "item_id")[:limit]
+    )
+
+
+def annotator_preference(*, user, project: Project) -> AnnotatorPreference | None:
+    return AnnotatorPreference.objects.filter(user=user, project=project).first()
+
+
+def submitted_annotations_for_item(*, item: Item, kind: str = Kind.ANNOTATION) -> list[Annotation]:
+    """Submitted annotations of an item, oldest first (adjudication and quality code only:
+    never call this from an annotator's view)."""
+    return list(
+        Annotation.objects.filter(item=item, kind=kind, status=Status.SUBMITTED)
+        .select_related("annotator")
+        .order_by("first_submitted_at", "id")
+    )

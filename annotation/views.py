@@ -1,0 +1,183 @@
+"""Annotation workspace pages (htmx + a small ES module, static/annotation/).
+
+Every view checks project membership and role first (projects.access: non-member 404, wrong
+role 403), then fetches the caller's own annotation through a selector that scopes it to them.
+"""
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotation.models import Kind
+from annotation.selectors import (
+    annotation_get_for_annotator,
+    annotator_preference,
+    annotator_progress,
+    annotator_worklist,
+    audit_worklist,
+    workspace_for_annotator,
+)
+from annotation.services import (
+    SKIP_REASONS,
+    AnnotationError,
+    annotation_open,
+    annotation_skip,
+    annotator_preference_update,
+    assignment_claim_next,
+    content_warning_accept,
+)
+from projects.access import project_get_for_user
+from projects.models import Role
+
+ROLE_FOR_KIND = {Kind.ANNOTATION: Role.ANNOTATOR, Kind.AUDIT: Role.AUDITOR}
+
+
+def _gate(request, project):
+    """(preference, redirect): the content warning comes before the first item (Meme3W Appendix D)."""
+    pref = annotator_preference(user=request.user, project=project)
+    if pref is None or pref.content_warning_accepted_at is None:
+        url = reverse("annotate_warning", args=[project.slug]) + "?next=" + request.get_full_path()
+        return pref, redirect(url)
+    return pref, None
+
+
+@login_required
+@require_GET
+def annotate_home(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR])
+    pref, gate = _gate(request, project)
+    if gate:
+        return gate
+    return render(request, "annotation/home.html", {
+        "project": project,
+        "worklist": annotator_worklist(user=request.user, project=project),
+        "progress": annotator_progress(user=request.user, project=project),
+        "pref": pref,
+    })
+
+
+@login_required
+@require_GET
+def annotate_progress(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR])
+    return render(request, "annotation/home.html#progress", {
+        "project": project, "progress": annotator_progress(user=request.user, project=project),
+    })
+
+
+@login_required
+@require_POST
+def annotate_next(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR])
+    _, gate = _gate(request, project)
+    if gate:
+        return gate
+    result = assignment_claim_next(annotator=request.user, project=project)
+    if result.outcome == "resumed":
+        messages.info(request, "You have an unfinished item: submit or skip it to get a new one.")
+    if result.annotation is not None:
+        return redirect("annotate_item", slug=project.slug, item_id=result.annotation.item_id)
+    if result.outcome == "break":
+        messages.info(request, "You have reached this session's item limit set by your project lead. "
+                               "Take a break: log out and back in later to continue.")
+    else:
+        messages.info(request, "No items are waiting for you right now. Thank you!")
+    return redirect("annotate_home", slug=project.slug)
+
+
+def _workspace_page(request, slug, item_id, kind):
+    project = project_get_for_user(user=request.user, slug=slug, roles=[ROLE_FOR_KIND[kind]])
+    pref, gate = _gate(request, project)
+    if gate:
+        return gate
+    annotation = annotation_open(
+        annotation=annotation_get_for_annotator(user=request.user, project=project, item_id=item_id, kind=kind)
+    )
+    ws = workspace_for_annotator(annotation=annotation, audit=kind == Kind.AUDIT)
+    api = "api_audit" if kind == Kind.AUDIT else "api_annotate"
+    return render(request, "annotation/workspace.html", {
+        "project": project,
+        "ws": ws,
+        "item": ws.item,
+        "state_json": json.dumps(ws.state),
+        "candidates_json": json.dumps({c.letter: c.values for c in ws.candidates}),
+        "has_boxes": any(f.widget == "boxes" for f in ws.fields),
+        "blur": bool(pref and pref.blur_images),
+        "skip_reasons": SKIP_REASONS,
+        "draft_url": reverse(f"{api}_draft", args=[project.slug, ws.item.pk]),
+        "submit_url": reverse(f"{api}_submit", args=[project.slug, ws.item.pk]),
+        "storage_key": f"concord:{project.slug}:{kind}:{ws.item.pk}:{request.user.pk}",
+    })
+
+
+@login_required
+@require_GET
+def annotate_item(request, slug, item_id):
+    return _workspace_page(request, slug, item_id, Kind.ANNOTATION)
+
+
+@login_required
+@require_GET
+def audit_item(request, slug, item_id):
+    return _workspace_page(request, slug, item_id, Kind.AUDIT)
+
+
+@login_required
+@require_GET
+def audit_home(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.AUDITOR])
+    _, gate = _gate(request, project)
+    if gate:
+        return gate
+    return render(request, "annotation/audit_home.html", {
+        "project": project, "audits": audit_worklist(user=request.user, project=project),
+    })
+
+
+@login_required
+@require_POST
+def annotate_skip(request, slug, item_id):
+    kind = Kind.AUDIT if request.POST.get("kind") == Kind.AUDIT else Kind.ANNOTATION
+    project = project_get_for_user(user=request.user, slug=slug, roles=[ROLE_FOR_KIND[kind]])
+    annotation = annotation_get_for_annotator(user=request.user, project=project, item_id=item_id, kind=kind)
+    try:
+        annotation_skip(annotator=request.user, item=annotation.item, reason=request.POST.get("reason", ""),
+                        note=request.POST.get("note", ""), kind=kind)
+    except AnnotationError as exc:
+        messages.error(request, exc.message)
+        page = "audit_item" if kind == Kind.AUDIT else "annotate_item"
+        return redirect(page, slug=project.slug, item_id=annotation.item_id)
+    messages.info(request, "Item skipped: it goes to someone else and will not come back to you.")
+    return redirect("audit_home" if kind == Kind.AUDIT else "annotate_home", slug=project.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def annotate_warning(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR, Role.AUDITOR])
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        target = ""
+    if request.method == "POST":
+        content_warning_accept(user=request.user, project=project, blur_images=request.POST.get("blur_images") == "on")
+        if not target:
+            target = reverse("annotate_home" if Role.ANNOTATOR in project.user_roles else "audit_home", args=[project.slug])
+        return redirect(target)
+    return render(request, "annotation/warning.html", {"project": project, "next": target})
+
+
+@login_required
+@require_POST
+def annotate_preferences(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR, Role.AUDITOR])
+    pref = annotator_preference_update(user=request.user, project=project,
+                                       blur_images=request.POST.get("blur_images") == "on")
+    if not request.htmx:
+        return redirect("annotate_home" if Role.ANNOTATOR in project.user_roles else "audit_home", slug=project.slug)
+    return render(request, "annotation/workspace.html#blur-toggle", {"project": project, "blur": pref.blur_images})

@@ -1,0 +1,82 @@
+"""Near-duplicate detection (stored pairs) and the review service."""
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from adjudication.models import HistoryEvent
+from exports.factories import items_import, recompressed
+from exports.models import DedupScan, NearDuplicatePair, PairStatus
+from exports.services import StaleReview, near_duplicate_pair_review, near_duplicates_detect
+from projects.factories import image_bytes
+
+pytestmark = pytest.mark.django_db
+
+
+def pair_set(project):
+    return {(p.item_a.source_id, p.item_b.source_id): p.status
+            for p in NearDuplicatePair.objects.filter(project=project).select_related("item_a", "item_b")}
+
+
+def test_detect_stores_near_duplicates_skips_exact_copies_and_is_idempotent(project, dup_items, tmp_path):
+    scan = near_duplicates_detect(project=project)
+    assert scan.status == DedupScan.Status.DONE and scan.items_scanned == 11  # s3 is an exact copy of s2
+    assert pair_set(project) == {("s0", "s1"): "unreviewed", ("s4", "s5"): "unreviewed"}
+    pair = NearDuplicatePair.objects.get(item_a=dup_items[0])
+    assert pair.item_b == dup_items[1] and pair.distance <= project.phash_threshold
+
+    again = near_duplicates_detect(project=project)
+    assert again.pairs_found == 2 and again.pairs_new == 0 and NearDuplicatePair.objects.count() == 2
+
+    # a new item: only its pairs are added, earlier judgements stay
+    NearDuplicatePair.objects.filter(item_a=dup_items[4]).update(status=PairStatus.DIFFERENT)
+    items_import(project, tmp_path / "more", [{"source_id": "s12", "data": recompressed(image_bytes(0), quality=60),
+                                               "text": "Zorg meme zero again"}])
+    third = near_duplicates_detect(project=project)
+    assert third.pairs_new == 2 and third.max_item_id > again.max_item_id
+    assert pair_set(project) == {("s0", "s1"): "unreviewed", ("s4", "s5"): "different",
+                                 ("s0", "s12"): "unreviewed", ("s1", "s12"): "unreviewed"}
+
+
+def test_threshold_comes_from_the_project(project, dup_items):
+    project.phash_threshold = 1
+    project.save(update_fields=["phash_threshold"])
+    near_duplicates_detect(project=project)
+    assert pair_set(project) == {("s0", "s1"): "unreviewed"}  # s4-s5 are 2 bits apart
+
+
+def test_review_marks_pairs_refuses_stale_writes_and_bad_input(project, dup_items, reviewer, lead):
+    near_duplicates_detect(project=project)
+    pair = NearDuplicatePair.objects.get(item_a=dup_items[0])
+    near_duplicate_pair_review(pair=pair, reviewer=reviewer, decision="same", expected_status="unreviewed")
+    pair.refresh_from_db()
+    assert pair.status == "same" and pair.reviewed_by == reviewer and pair.reviewed_at is not None
+    event = HistoryEvent.objects.get(kind="near_duplicate_review")
+    assert event.actor == reviewer and event.new["status"] == "same"
+    # the lead saw the pair unreviewed: their judgement is refused instead of silently overwriting
+    with pytest.raises(StaleReview):
+        near_duplicate_pair_review(pair=pair, reviewer=lead, decision="different", expected_status="unreviewed")
+    pair.refresh_from_db()
+    assert pair.status == "same" and pair.reviewed_by == reviewer
+    # a correction made knowingly is fine
+    near_duplicate_pair_review(pair=pair, reviewer=lead, decision="different", expected_status="same")
+    assert NearDuplicatePair.objects.get(pk=pair.pk).status == "different"
+    with pytest.raises(ValidationError):
+        near_duplicate_pair_review(pair=pair, reviewer=lead, decision="maybe", expected_status="different")
+    with pytest.raises(ValidationError):
+        near_duplicate_pair_review(pair=pair, reviewer=lead, decision="same", expected_status="bogus")
+
+
+def test_candidate_groups_follow_same_and_unreviewed_links(project, dup_items, tmp_path, client_for, reviewer):
+    from exports.selectors import candidate_groups
+
+    items_import(project, tmp_path / "more", [{"source_id": "s12", "data": recompressed(image_bytes(0), quality=60),
+                                               "text": "Zorg meme zero again"}])
+    near_duplicates_detect(project=project)
+    ids = sorted(NearDuplicatePair.objects.filter(item_a=dup_items[0]).values_list("item_b_id", flat=True))
+    trio = [dup_items[0].pk, *ids]
+    assert candidate_groups(project=project) == {pk: trio for pk in trio}  # s4-s5 is only a pair
+    html = client_for(reviewer).get("/p/p1/duplicates/").content.decode()
+    assert html.count("candidate group of 3 items") == 3
+    NearDuplicatePair.objects.filter(item_a=dup_items[0]).update(status=PairStatus.DIFFERENT)
+    assert candidate_groups(project=project) == {}  # s1-s12 alone remain linked: a pair

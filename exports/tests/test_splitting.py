@@ -1,0 +1,96 @@
+"""exports.splitting: stratified group split and the integrity check. No database."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from exports.splitting import SPLITS, check_ratios, integrity_check, stratified_group_split
+
+
+def keys(n, seed=0):
+    return np.random.default_rng(seed).integers(0, 2**63, n, dtype=np.int64).astype(np.uint64)
+
+
+def test_singletons_follow_the_ratios_in_every_stratum():
+    n = 2000
+    strata = np.repeat(np.arange(4, dtype=np.int32), n // 4)
+    out = stratified_group_split(groups=np.arange(n), strata=strata, order_keys=keys(n), ratios=[0.85, 0.05, 0.10])
+    for s in range(4):
+        counts = np.bincount(out[strata == s], minlength=3)
+        # online largest-remainder: every stratum within one item of its exact share
+        assert np.all(np.abs(counts - np.array([0.85, 0.05, 0.10]) * (n // 4)) <= 1), counts
+
+
+def test_small_strata_still_reach_val_and_test():
+    strata = np.zeros(20, dtype=np.int32)
+    out = stratified_group_split(groups=np.arange(20), strata=strata, order_keys=keys(20))
+    assert sorted(np.bincount(out, minlength=3).tolist()) == [1, 2, 17]
+
+
+def test_groups_are_never_split_and_sizes_still_track_ratios():
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(1, 6, 400)
+    groups = np.repeat(np.arange(400), sizes)
+    strata = (groups % 2).astype(np.int32)
+    out = stratified_group_split(groups=groups, strata=strata, order_keys=keys(len(groups), 2))
+    for g in range(400):
+        assert len(set(out[groups == g].tolist())) == 1
+    share = np.bincount(out, minlength=3) / len(out)
+    assert np.allclose(share, [0.85, 0.05, 0.10], atol=0.02)
+
+
+def test_deterministic_for_a_seed_and_different_for_another():
+    n = 500
+    groups, strata = np.arange(n), np.zeros(n, dtype=np.int32)
+    a = stratified_group_split(groups=groups, strata=strata, order_keys=keys(n, 5))
+    b = stratified_group_split(groups=groups, strata=strata, order_keys=keys(n, 5))
+    c = stratified_group_split(groups=groups, strata=strata, order_keys=keys(n, 6))
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_check_ratios():
+    assert check_ratios(None) == (0.85, 0.05, 0.10)
+    assert check_ratios([70, 10, 20]) == pytest.approx((0.7, 0.1, 0.2))
+    for bad in ([1, 2], [1, -1, 1], [0, 0, 0], ["a", 1, 1], [float("nan"), 1, 1]):
+        with pytest.raises(ValueError, match="ratios"):
+            check_ratios(bad)
+
+
+def _check(splits, released=None, pixel=None, edges=()):
+    n = len(splits)
+    return integrity_check(
+        node_ids=np.arange(10, 10 + n, dtype=np.int64),
+        released=np.ones(n, bool) if released is None else np.asarray(released, bool),
+        splits=np.asarray(splits, dtype=np.int8),
+        pixel_keys=np.arange(n, dtype=np.uint64) if pixel is None else np.asarray(pixel, dtype=np.uint64),
+        edges=np.asarray(edges, dtype=np.int64).reshape(-1, 2),
+    )
+
+
+def test_integrity_passes_a_clean_assignment():
+    report = _check([0, 0, 2, 1], edges=[(0, 1)])
+    assert report.ok and report.groups_checked == 3 and report.multi_member_groups == 1
+
+
+def test_integrity_catches_a_pixel_hash_in_two_splits():
+    report = _check([0, 2, 0], pixel=[7, 7, 8])
+    assert not report.ok
+    assert report.pixel_hashes_across_splits == [{"item_ids": [10, 11], "splits": ["test", "train"]}]
+    assert report.exact_duplicates_in_release == 1
+
+
+def test_integrity_catches_an_exact_duplicate_left_in_one_split():
+    report = _check([0, 0], pixel=[7, 7])
+    assert not report.ok and report.exact_duplicates_in_release == 1 and not report.pixel_hashes_across_splits
+
+
+def test_integrity_catches_a_group_linked_through_an_unreleased_item():
+    # 0 -- 1 -- 2 with 1 not released: 0 and 2 are one group and must share a split.
+    report = _check([0, -1, 1], released=[True, False, True], edges=[(0, 1), (1, 2)])
+    assert not report.ok
+    assert report.groups_across_splits == [{"item_ids": [10, 12], "splits": ["train", "val"]}]
+    assert _check([1, -1, 1], released=[True, False, True], edges=[(0, 1), (1, 2)]).ok
+
+
+def test_split_names():
+    assert SPLITS == ("train", "val", "test")

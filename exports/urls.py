@@ -1,0 +1,17 @@
+"""HTML pages (included at "" from concord/urls.py). The REST endpoints are in exports/api_urls.py."""
+from django.urls import path
+
+from exports import views
+
+urlpatterns = [
+    path("p/<slug:slug>/duplicates/", views.duplicates_page, name="duplicates_page"),
+    path("p/<slug:slug>/duplicates/scan/", views.duplicates_scan, name="duplicates_scan"),
+    path("p/<slug:slug>/duplicates/<int:pair_id>/review/", views.duplicate_review, name="duplicate_review"),
+    path("p/<slug:slug>/splits/", views.splits_page, name="splits_page"),
+    path("p/<slug:slug>/releases/", views.releases_page, name="releases_page"),
+    path("p/<slug:slug>/releases/build/", views.release_build_start, name="release_build_start"),
+    path("p/<slug:slug>/releases/jobs/<int:job_id>/", views.export_job_partial, name="export_job_partial"),
+    path("p/<slug:slug>/releases/diff/", views.release_diff_page, name="release_diff_page"),
+    path("p/<slug:slug>/releases/v<int:number>/", views.release_page, name="release_page"),
+    path("account/api-token/", views.api_token_page, name="api_token"),
+]

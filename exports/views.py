@@ -1,0 +1,194 @@
+"""HTML pages: near-duplicate review queue, split preview, releases, release diff, API token."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from exports.models import PairStatus
+from exports.selectors import (
+    candidate_groups,
+    dedup_scan_latest,
+    export_job_get_for_project,
+    export_jobs_for_project,
+    items_not_scanned,
+    pair_counts,
+    pair_get_for_project,
+    pairs_for_review,
+    release_diff,
+    release_dir,
+    release_files,
+    release_get_for_project,
+    releases_for_project,
+    split_plan,
+)
+from exports.services import (
+    ExportBusy,
+    StaleReview,
+    api_token_get_or_create,
+    api_token_regenerate,
+    export_job_start,
+    near_duplicate_pair_review,
+)
+from projects.access import project_get_for_user
+from projects.models import Role
+
+LEAD = [Role.LEAD]
+PAIR_JUDGES = [Role.LEAD, Role.REVIEWER]
+# Releases hold gold and model identities: leads and researchers only (SPEC section 4).
+RELEASE_READERS = [Role.LEAD, Role.RESEARCHER]
+PAIRS_PER_PAGE = 20
+
+
+@login_required
+@require_GET
+def duplicates_page(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=PAIR_JUDGES)
+    status = request.GET.get("status", PairStatus.UNREVIEWED)
+    if status not in PairStatus.values:
+        status = PairStatus.UNREVIEWED
+    page = Paginator(pairs_for_review(project=project, status=status), PAIRS_PER_PAGE).get_page(request.GET.get("page"))
+    groups = candidate_groups(project=project)
+    for pair in page:
+        pair.group = groups.get(pair.item_a_id)
+    scan = dedup_scan_latest(project=project)
+    return render(request, "exports/duplicates.html", {
+        "project": project, "page": page, "status": status, "statuses": PairStatus.choices,
+        "counts": pair_counts(project=project), "scan": scan,
+        "not_scanned": items_not_scanned(project=project),
+        "is_lead": Role.LEAD in project.user_roles,
+    })
+
+
+@login_required
+@require_POST
+def duplicate_review(request, slug, pair_id):
+    """Judge one pair (htmx: answers the pair's card; 409 with the current state if stale)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=PAIR_JUDGES)
+    pair = pair_get_for_project(project=project, pair_id=pair_id)
+    status, error = 200, None
+    try:
+        pair = near_duplicate_pair_review(
+            pair=pair, reviewer=request.user, decision=request.POST.get("decision", ""),
+            expected_status=request.POST.get("expected_status", ""),
+        )
+    except ValidationError as exc:
+        status, error = 400, "; ".join(exc.messages)
+    except StaleReview as exc:
+        status, error = 409, str(exc)
+        pair = pair_get_for_project(project=project, pair_id=pair_id)
+    pair.group = candidate_groups(project=project).get(pair.item_a_id)
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect("duplicates_page", slug=project.slug)
+    return render(request, "exports/duplicates.html#pair", {"project": project, "pair": pair, "error": error},
+                  status=status)
+
+
+@login_required
+@require_POST
+def duplicates_scan(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
+    from exports.tasks import near_duplicates_detect_task
+
+    transaction.on_commit(lambda: near_duplicates_detect_task.delay(project.pk))
+    messages.info(request, "Near-duplicate scan started; new pairs appear in the queue when it finishes.")
+    return redirect("duplicates_page", slug=project.slug)
+
+
+@login_required
+@require_GET
+def splits_page(request, slug):
+    """The split the next release would get, with its integrity check (computed now)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
+    plan = split_plan(project=project)
+    return render(request, "exports/splits.html", {
+        "project": project, "plan": plan, "table": plan.stratum_table(), "groups": plan.groups_summary(limit=200),
+        "integrity": plan.integrity.as_dict(), "released": int(plan.released.sum()),
+    })
+
+
+@login_required
+@require_GET
+def releases_page(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=RELEASE_READERS)
+    is_lead = Role.LEAD in project.user_roles
+    return render(request, "exports/releases.html", {
+        "project": project, "releases": releases_for_project(project=project), "is_lead": is_lead,
+        "jobs": export_jobs_for_project(project=project) if is_lead else [],
+    })
+
+
+@login_required
+@require_POST
+def release_build_start(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
+    try:
+        export_job_start(project=project, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    except ExportBusy as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.info(request, "Release build started.")
+    return redirect("releases_page", slug=project.slug)
+
+
+@login_required
+@require_GET
+def export_job_partial(request, slug, job_id):
+    """The job's progress card; htmx polls it every second until the job has finished."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
+    job = export_job_get_for_project(project=project, job_id=job_id)
+    files = release_files(job.release) if job.release is not None else []
+    return render(request, "exports/releases.html#job", {"project": project, "job": job, "files": files})
+
+
+@login_required
+@require_GET
+def release_page(request, slug, number):
+    project = project_get_for_user(user=request.user, slug=slug, roles=RELEASE_READERS)
+    release = release_get_for_project(project=project, number=number)
+    readme = (release_dir(release) / "README.md").read_text(encoding="utf-8")
+    others = [r.number for r in releases_for_project(project=project) if r.number != release.number]
+    return render(request, "exports/release.html", {
+        "project": project, "release": release, "files": release_files(release), "readme": readme,
+        "manifest": release.manifest, "others": others,
+    })
+
+
+@login_required
+@require_GET
+def release_diff_page(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=RELEASE_READERS)
+    try:
+        a, b = int(request.GET.get("from", "")), int(request.GET.get("to", ""))
+    except ValueError:
+        raise Http404("Choose two releases to compare (?from=1&to=2)") from None
+    old = release_get_for_project(project=project, number=a)
+    new = release_get_for_project(project=project, number=b)
+    return render(request, "exports/diff.html", {"project": project, "old": old, "new": new,
+                                                 "diff": release_diff(old=old, new=new)})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_token_page(request):
+    """The user's own REST token (DRF TokenAuthentication): see it, create it, replace it."""
+    from rest_framework.authtoken.models import Token
+
+    if request.method == "POST":
+        if request.POST.get("action") == "regenerate":
+            api_token_regenerate(user=request.user)
+            messages.info(request, "New token created; the old one no longer works.")
+        else:
+            api_token_get_or_create(user=request.user)
+        return redirect("api_token")
+    token = Token.objects.filter(user=request.user).first()
+    return render(request, "exports/token.html", {"token": token})
