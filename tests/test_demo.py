@@ -41,3 +41,18 @@ def test_demo_near_duplicates_are_perceptually_close():
         base = items[variant.rsplit("-", 1)[0]]
         d = imagehash.hex_to_hash(base.phash) - imagehash.hex_to_hash(items[variant].phash)
         assert d <= 8, (variant, d)
+
+
+def test_simulated_demo_project_has_gold_an_audit_and_release_v1():
+    from adjudication.models import AdjudicationTask, GoldRecord
+    from exports.models import Release
+    from quality.models import Audit
+
+    call_command("load_demo", "--quiet")
+    sim = Project.objects.get(slug="demo-meme3w-simulated")
+    assert GoldRecord.objects.filter(item__project=sim, is_current=True).count() == sim.items.count()
+    assert AdjudicationTask.objects.filter(item__project=sim, status="done").exists()
+    assert Audit.objects.filter(project=sim).exists()
+    assert list(Release.objects.filter(project=sim).values_list("number", flat=True)) == [1]
+    call_command("load_demo", "--quiet")
+    assert Release.objects.filter(project=sim).count() == 1

@@ -8,7 +8,15 @@ from projects.demo import DEMO_PASSWORD_SUFFIX, DEMO_USERS, write_demo_source
 from projects.models import Project
 from projects.services import import_job_create, import_job_run, membership_add, project_create
 
-DEMO_PROJECTS = [("demo-meme3w", "Demo: Meme3W", "meme3w", None), ("demo-aha", "Demo: AHA-Memes", "aha", 12)]
+SIMULATED = "demo-meme3w-simulated"
+
+DEMO_PROJECTS = [
+    ("demo-meme3w", "Demo: Meme3W", "meme3w", None),
+    ("demo-aha", "Demo: AHA-Memes", "aha", 12),
+    # Same memes, already worked through by a simulated team (annotation, adjudication, blind
+    # audit, release v1), so dashboards and the REST API have something to show at once.
+    (SIMULATED, "Demo: Meme3W, simulated team", "meme3w", None),
+]
 
 
 class Command(BaseCommand):
@@ -46,9 +54,26 @@ class Command(BaseCommand):
             from exports.services import near_duplicates_detect  # near-duplicate pairs for the review queue
 
             near_duplicates_detect(project=project)
+            if slug == SIMULATED:
+                self._simulate(project, users, quiet=quiet)
             if not quiet:
                 self.stdout.write(f"{name}: {project.items.count()} items ({job.imported} new, {len(job.errors)} refused)")
         if not quiet:
             self.stdout.write("Demo logins (username / password):")
             for username in [*DEMO_USERS, "admin"]:
                 self.stdout.write(f"  {username:<11} {username}{DEMO_PASSWORD_SUFFIX}")
+
+    def _simulate(self, project, users, *, quiet):
+        """Simulated annotation, adjudication, audit and release v1 (once per install)."""
+        from annotation.models import Annotation
+        from exports.services import export_job_run, export_job_start
+        from quality.demo import demo_audit, demo_simulate
+
+        if Annotation.objects.filter(item__project=project).exists():
+            return
+        annotators = [users["annotator1"], users["annotator2"]]
+        demo_simulate(project=project, annotators=annotators, reviewer=users["reviewer"])
+        demo_audit(project=project, lead=users["lead"], size=200)
+        release = export_job_run(job=export_job_start(project=project, user=users["lead"], enqueue=False))
+        if not quiet and release is not None:
+            self.stdout.write(f"{project.name}: simulated annotation and audit, release v{release.number} published")
