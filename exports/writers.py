@@ -22,6 +22,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from projects.fieldtypes import REGISTRY
+
 JSONL_FLUSH_LINES = 2000
 PARQUET_BATCH_ROWS = 25_000  # rows per row group
 PARQUET_CONVERT_ROWS = 5_000  # rows held as Python objects before conversion to Arrow
@@ -141,16 +143,6 @@ class JsonlWriter:
 # Arrow type of each schema field type's export form (projects.fieldtypes.REGISTRY names).
 # A type missing here is exported as its canonical JSON text, so a new field type never breaks
 # a release; give it a native type here when it is added.
-FIELD_ARROW_TYPES = {
-    "choice": pa.string(),
-    "multichoice": pa.list_(pa.string()),
-    "entity": pa.string(),
-    "span": pa.string(),
-    "text": pa.string(),
-    "textlist": pa.list_(pa.string()),
-    "boxes": pa.list_(pa.list_(pa.int32())),
-}
-
 IMAGE_STRUCT = pa.struct([
     ("file", pa.string()),
     ("format", pa.string()),
@@ -187,7 +179,8 @@ TAIL_COLUMNS = [
 
 def records_arrow_schema(fields: list[dict]) -> pa.Schema:
     """Parquet schema of records.parquet for a project schema's ``fields``."""
-    gold = pa.struct([(f["name"], FIELD_ARROW_TYPES.get(f["type"], pa.string())) for f in fields])
+    # Each field type owns its export form, Parquet column type included (projects.fieldtypes).
+    gold = pa.struct([(f["name"], REGISTRY[f["type"]].arrow_type()) for f in fields])
     return pa.schema([*BASE_COLUMNS, ("gold", gold), *TAIL_COLUMNS])
 
 
@@ -203,7 +196,6 @@ class ParquetRecordsWriter:
                  convert_rows: int = PARQUET_CONVERT_ROWS):
         self.path = Path(path)
         self.schema = records_arrow_schema(fields)
-        self._json_fields = {f["name"] for f in fields if f["type"] not in FIELD_ARROW_TYPES}
         self._image_keys = [f.name for f in IMAGE_STRUCT]
         self._gold_type = self.schema.field("gold").type
         self._gold_keys = [f.name for f in self._gold_type]
@@ -234,10 +226,7 @@ class ParquetRecordsWriter:
             column.append(image.get(key))
         gold = record["gold"]
         for key, column in self._gold.items():
-            value = gold.get(key)
-            if key in self._json_fields and value is not None:
-                value = canonical_json(value)
-            column.append(value)
+            column.append(gold.get(key))
         self._rows += 1
         self.count += 1
         if self._rows >= self._convert_rows:

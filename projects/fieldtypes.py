@@ -94,6 +94,12 @@ class FieldType:
     def export(self, spec: dict, value: Any) -> Any:
         return value
 
+    def arrow_type(self):
+        """The Parquet column type of this field in releases (pyarrow imported lazily)."""
+        import pyarrow as pa
+
+        return pa.string()
+
 
 def _clean_string(value: Any, *, max_length: int) -> str | None:
     if value is None:
@@ -140,6 +146,11 @@ class MultiChoiceType(FieldType):
     name = "multichoice"
     widget = "checkboxes"
     metric = "macro_pairwise_kappa"
+
+    def arrow_type(self):
+        import pyarrow as pa
+
+        return pa.list_(pa.string())
 
     def check_spec(self, spec: dict) -> None:
         ChoiceType().check_spec(spec)
@@ -252,6 +263,11 @@ class BoxesType(FieldType):
     threshold_key = "region_iou"
     scale = 1000
     max_boxes = 50
+
+    def arrow_type(self):
+        import pyarrow as pa
+
+        return pa.list_(pa.list_(pa.int32()))
 
     def absent(self, spec: dict) -> Any:
         return []
@@ -369,6 +385,11 @@ class TextListType(FieldType):
     threshold_key = "text_f1"
     max_items = 50
     max_length = 2000
+
+    def arrow_type(self):
+        import pyarrow as pa
+
+        return pa.list_(pa.string())
 
     def absent(self, spec: dict) -> Any:
         return []
