@@ -124,16 +124,6 @@ def lexicon_seed(*, project: Project) -> LexiconVersion | None:
 
 # ---------------------------------------------------------------- routing
 
-def _submitted(item: Item):
-    from annotation.models import Annotation
-
-    return list(
-        Annotation.objects.filter(item=item, kind="annotation", status="submitted")
-        .select_related("annotator")
-        .order_by("submitted_at", "id")
-    )
-
-
 def compare_annotations(*, project: Project, values: list[dict], lexicon: dict | None) -> dict[str, str]:
     """Worst per-field outcome over every annotator pair."""
     schema = project.get_schema()
@@ -153,7 +143,9 @@ def item_route(*, item: Item) -> str:
     adjudication queue with each field marked agree / minor / disagree.
     """
     project = item.project
-    annotations = _submitted(item)
+    from annotation.selectors import submitted_annotations_for_item
+
+    annotations = submitted_annotations_for_item(item=item)
     if len(annotations) < project.annotators_per_item:
         return ROUTE_WAITING
     annotations = annotations[: project.annotators_per_item]
@@ -323,12 +315,10 @@ def gold_decide(*, task: AdjudicationTask, reviewer, decisions: dict, note: str,
 
 def gold_send_back(*, item: Item, lead, note: str = "") -> AdjudicationTask:
     """A lead reopens a gold item for adjudication; the current gold stays until a new decision."""
-    from annotation.models import Annotation
+    from annotation.selectors import submitted_annotations_for_item
 
     project = item.project
-    annotations = list(
-        Annotation.objects.filter(item=item, kind="annotation", status="submitted").order_by("submitted_at", "id")
-    )[: project.annotators_per_item]
+    annotations = submitted_annotations_for_item(item=item)[: project.annotators_per_item]
     _, lexicon = lexicon_current(project=project)
     comparison = compare_annotations(project=project, values=[a.values for a in annotations], lexicon=lexicon)
     try:
