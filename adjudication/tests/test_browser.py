@@ -18,10 +18,11 @@ def test_reviewer_picks_boxes_from_one_and_category_from_the_other(
     browser_login(reviewer)
     page.goto(f"{live_server.url}/p/{project.slug}/review/")
     page.click("#review-next")
-    page.wait_for_selector("#review")
+    # The page script marks the root once it has set everything up (module scripts run late).
+    page.wait_for_selector("#review[data-ready]")
     # Both annotators' boxes are overlaid, each in its own layer, and can be hidden.
-    assert page.locator("svg.overlay.a1 rect").count() == 2
-    assert page.locator("svg.overlay.a2 rect").count() == 1
+    expect(page.locator("svg.overlay.a1 rect")).to_have_count(2)
+    expect(page.locator("svg.overlay.a2 rect")).to_have_count(1)
     page.uncheck('.overlay-toggle[data-k="1"]')
     assert "hidden" in page.get_attribute("svg.overlay.a1", "class")
     page.check('.overlay-toggle[data-k="1"]')
@@ -33,7 +34,7 @@ def test_reviewer_picks_boxes_from_one_and_category_from_the_other(
     page.check('tr[data-name="target_category"] input[value="2"]')
     page.check('tr[data-name="visual_region"] input[value="1"]')
     # The gold layer shows the chosen annotator's boxes.
-    assert page.locator("#box-canvas rect.box").count() == 2
+    expect(page.locator("#box-canvas rect.box")).to_have_count(2)
     page.fill("#note", "A's boxes cover both people; B's category fits the caption")
     page.click("#save-gold")
     page.wait_for_url(f"{live_server.url}/p/{project.slug}/review/")
@@ -65,6 +66,7 @@ def test_reviewer_edits_boxes_by_drawing_and_the_draft_survives_reload(
     task = AdjudicationTask.objects.get()
     browser_login(reviewer)
     page.goto(f"{live_server.url}/p/{project.slug}/review/{task.pk}/")
+    page.wait_for_selector("#review[data-ready]")
     page.check('tr[data-name="target_category"] input[value="1"]')
     page.check('tr[data-name="visual_region"] input[value="edit"]')
     box = page.locator("#box-canvas").bounding_box()
@@ -74,6 +76,7 @@ def test_reviewer_edits_boxes_by_drawing_and_the_draft_survives_reload(
     page.mouse.up()
     expect(page.locator("#save-status")).to_have_text("Draft saved")
     page.reload()
+    page.wait_for_selector("#review[data-ready]")
     assert page.is_checked('tr[data-name="target_category"] input[value="1"]')
     assert page.is_checked('tr[data-name="visual_region"] input[value="edit"]')
     page.screenshot(path="/tmp/review.png", full_page=True)

@@ -217,4 +217,5 @@ function init(root) {
     formError.hidden = false;
     formError.textContent = data.error || "Could not save (your session may have ended): log in again in another tab, then save.";
   });
+  root.dataset.ready = "1";
 }
