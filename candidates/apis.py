@@ -12,7 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from candidates.access import job_get_for_project
+from candidates.access import annotator_item_check, job_get_for_project
 from candidates.models import Provider
 from candidates.selectors import candidates_for_annotator, candidates_with_identity, job_progress, providers_for_project
 from candidates.services import candidate_job_start
@@ -135,5 +135,6 @@ class ItemCandidatesApi(APIView):
         if roles_of(user=request.user, project=project) & {Role.LEAD, Role.RESEARCHER}:
             rows = IdentifiedCandidateOutput(candidates_with_identity(item=item), many=True).data
             return Response({"anonymous": False, "candidates": rows})
+        annotator_item_check(user=request.user, item=item)
         rows = AnonymousCandidateOutput(candidates_for_annotator(item=item, user=request.user), many=True).data
         return Response({"anonymous": True, "candidates": rows})

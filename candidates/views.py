@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from candidates.access import job_get_for_project, provider_get_for_project
+from candidates.access import annotator_item_check, job_get_for_project, provider_get_for_project
 from candidates.forms import ItemSelectionForm, ProviderForm
 from candidates.prompts import prompt_for_project
 from candidates.ratelimit import backend_name
@@ -177,6 +177,7 @@ def item_candidates_anonymous(request, slug, item_id):
     """The annotator's view: "Candidate A/B/C" with schema fields only (an htmx fragment)."""
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR])
     item = item_get_for_user(user=request.user, project=project, item_id=item_id)
+    annotator_item_check(user=request.user, item=item)
     return render(request, "candidates/_anonymous.html#candidates", {
         "project": project, "item": item,
         "candidates": anonymous_rows(schema=project.get_schema(), candidates=candidates_for_annotator(item=item, user=request.user)),

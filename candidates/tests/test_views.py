@@ -93,7 +93,23 @@ def _assert_blind(body: bytes, candidates):
         assert secret not in body, secret
 
 
+def _claimed_item(user, project):
+    from annotation.factories import claim, ready
+
+    return claim(ready(user, project), project).item
+
+
+def test_annotator_gets_candidates_only_for_items_in_their_queue(project, job, items, annotator_a, client_for):
+    item = _claimed_item(annotator_a, project)
+    other = next(i for i in items if i.pk != item.pk)
+    c = client_for(annotator_a)
+    assert c.get(reverse("candidate_item_anonymous", args=[project.slug, other.pk])).status_code == 403
+    assert c.get(reverse("api_item_candidates", args=[project.slug, other.pk])).status_code == 403
+    assert c.get(reverse("api_item_candidates", args=[project.slug, item.pk])).status_code == 200
+
+
 def test_annotator_html_fragment_is_anonymous(project, job, items, annotator_a, client_for):
+    items = [_claimed_item(annotator_a, project)]
     resp = client_for(annotator_a).get(reverse("candidate_item_anonymous", args=[project.slug, items[0].pk]))
     assert resp.status_code == 200
     body = resp.content
@@ -105,6 +121,7 @@ def test_annotator_html_fragment_is_anonymous(project, job, items, annotator_a, 
 
 
 def test_annotator_json_is_anonymous(project, job, items, annotator_a, client_for):
+    items = [_claimed_item(annotator_a, project)]
     resp = client_for(annotator_a).get(reverse("api_item_candidates", args=[project.slug, items[0].pk]))
     assert resp.status_code == 200
     data = resp.json()
