@@ -100,14 +100,17 @@ def review_decide(request, slug, task_id):
 
 @login_required
 def lexicon_page(request, slug):
+    """Edit the lexicon as text or replace it from a CSV; errors show on the form that was used."""
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
     version, entries = services.lexicon_current(project=project)
     initial = "\n".join(f"{v}, {c}" for v, c in sorted(entries.items(), key=lambda kv: kv[0].casefold()))
     form = LexiconForm(request.POST or None, initial={"entries": initial})
     upload = LexiconUploadForm()
     if request.method == "POST":
+        text, used, field, note = None, form, "entries", ""
         if "file" in request.FILES:
-            upload = LexiconUploadForm(request.POST, request.FILES)
+            upload = used = LexiconUploadForm(request.POST, request.FILES)
+            field, note = "file", "CSV import"
             if upload.is_valid():
                 raw = upload.cleaned_data["file"].read(2_000_001)
                 try:
@@ -116,40 +119,24 @@ def lexicon_page(request, slug):
                     text = None
                 if text is None:
                     upload.add_error("file", "The file must be UTF-8 CSV text of at most 2 MB.")
-                else:
-                    new, row_errors = services.lexicon_parse_csv(text)
-                    if row_errors:
-                        for e in row_errors[:20]:
-                            upload.add_error("file", e)
-                    else:
-                        return _lexicon_save(request, project, new, "CSV import")
         elif form.is_valid():
-            new, row_errors = services.lexicon_parse_csv(form.cleaned_data["entries"])
-            if row_errors:
-                for e in row_errors[:20]:
-                    form.add_error("entries", e)
-            else:
-                return _lexicon_save(request, project, new, form.cleaned_data["note"], form=form)
+            text, note = form.cleaned_data["entries"], form.cleaned_data["note"]
+        if text is not None:
+            new, errors = services.lexicon_parse_csv(text)
+            if not errors:
+                try:
+                    row = services.lexicon_save(project=project, entries=new, user=request.user, note=note)
+                except ValidationError as exc:
+                    errors = exc.messages
+                else:
+                    messages.success(request, f"Lexicon saved as version {row.version} ({len(row.entries)} entries).")
+                    return redirect("lexicon_page", slug=project.slug)
+            for e in errors[:20]:
+                used.add_error(field, e)
     return render(request, "adjudication/lexicon.html", {
         "project": project, "form": form, "upload": upload, "version": version, "count": len(entries),
         "versions": selectors.lexicon_versions(project=project)[:20],
     })
-
-
-def _lexicon_save(request, project, entries, note, form=None):
-    try:
-        row = services.lexicon_save(project=project, entries=entries, user=request.user, note=note)
-    except ValidationError as exc:
-        form = form or LexiconForm(initial={"entries": "\n".join(f"{v}, {c}" for v, c in entries.items())})
-        for e in exc.messages[:20]:
-            form.add_error("entries" if form.is_bound else None, e)
-        return render(request, "adjudication/lexicon.html", {
-            "project": project, "form": form, "upload": LexiconUploadForm(),
-            "version": services.lexicon_current(project=project)[0], "count": len(entries),
-            "versions": selectors.lexicon_versions(project=project)[:20],
-        })
-    messages.success(request, f"Lexicon saved as version {row.version} ({len(row.entries)} entries).")
-    return redirect("lexicon_page", slug=project.slug)
 
 
 @login_required

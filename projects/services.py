@@ -6,18 +6,16 @@ import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from projects.imaging import ImageRejected, check_image, store_image
-from projects.models import ImportJob, Item, Membership, Project, Role, SchemaVersion, Stage, WorkerHeartbeat
+from projects.models import ImportJob, Item, Membership, Project, Role, SchemaVersion, WorkerHeartbeat
 from projects.presets import PRESETS
 from projects.schema import Schema
 from projects.sources import ImportSource, MissingFile, SourceError
 
 log = logging.getLogger(__name__)
-User = get_user_model()
 
 KNOWN_COLUMNS = {"image", "text", "title", "source_dataset", "source_id", "language", "domain", "license", "redistributable", "metadata"}
 _TRUE = {"1", "true", "yes", "y", "redistributable", "open", "allowed"}
