@@ -4,7 +4,7 @@
 
 (a) pHash: N 500x500 JPEG memes (random crops of the scikit-image sample photos, resized, with
     a top/bottom caption, quality 70-95) are written to a temp dir; then, pinned to one core,
-    ``exports.dedup.phash_fast(path)`` and imagehash's default path
+    ``lib.phash.phash_fast(path)`` and imagehash's default path
     ``imagehash.phash(Image.open(path))`` each hash all of them (file read + decode included),
     alternately, best of ``--repeats`` passes, rated per CPU-second (the machine may be shared)
     and per wall second. Also reports how many bits the two paths differ.
@@ -39,13 +39,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from exports.dedup import (  # noqa: E402
-    DRAFT_SIZE,
-    brute_force_pairs,
-    near_duplicate_pairs,
-    phash_fast,
-    plan_search,
-)
+from lib.hamming import brute_force_pairs, near_duplicate_pairs, plan_search  # noqa: E402
+from lib.phash import DRAFT_SIZE, phash_fast  # noqa: E402
 
 PHOTOS = (
     "astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry",

@@ -1,6 +1,6 @@
 """Split integrity and releases (SPEC section 1 steps 5-6, section 5).
 
-- ``NearDuplicatePair``: a perceptual-hash candidate pair (exports.dedup) waiting for, or
+- ``NearDuplicatePair``: a perceptual-hash candidate pair (lib.phash) waiting for, or
   settled by, a person. Unreviewed pairs count as "same" when splitting (a leak between train
   and test is worse than a slightly uneven split).
 - ``DedupScan``: one run of the pair search over a project, so the review page can say when

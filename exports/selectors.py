@@ -18,12 +18,12 @@ from django.db.models import Count, Min, Q
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from exports.dedup import exact_duplicate_groups
 from exports.models import DedupScan, ExportJob, NearDuplicatePair, PairStatus, Release
 from exports.splitting import (
     SPLITS,
     IntegrityReport,
     check_ratios,
+    exact_duplicate_groups,
     group_ids,
     integrity_check,
     stratified_group_split,
@@ -234,7 +234,7 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
 
     1. Released candidates: items with a current gold record, not excluded by a lead.
     2. Exact duplicates (same decoded pixels) among them: the earliest item is kept, the others
-       are excluded with the reason (exports.dedup.exact_duplicate_groups).
+       are excluded with the reason (exports.splitting.exact_duplicate_groups).
     3. Groups: union-find over the near-duplicate pairs judged "same", the unreviewed pairs
        within the project's threshold (conservative) and the import's exact-duplicate links, on
        all project items, so a link through an item that is not released still counts.

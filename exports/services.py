@@ -14,7 +14,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from exports.dedup import near_duplicate_pairs, phash_int
+from lib.hamming import near_duplicate_pairs
+from lib.phash import phash_int
 from exports.models import DedupScan, ExportJob, NearDuplicatePair, PairStatus, Release
 from exports.selectors import releases_root, split_plan
 from projects.models import Item, Project
@@ -41,7 +42,7 @@ class StaleReview(Exception):
 
 def near_duplicates_detect(*, project: Project, chunk_size: int = 10_000) -> DedupScan:
     """Store every pair of the project's items within ``project.phash_threshold`` (exact search,
-    exports.dedup.near_duplicate_pairs) as an unreviewed NearDuplicatePair.
+    lib.hamming.near_duplicate_pairs) as an unreviewed NearDuplicatePair.
 
     Idempotent: existing pairs, reviewed or not, are left alone (the unique constraint on
     (item_a, item_b) makes a concurrent or repeated scan add only the new ones). Items that are

@@ -3,8 +3,8 @@
 Meme3W ("Dataset Construction", Appendix A.3 "Split integrity"): exact duplicates are removed
 before splitting, verified near-duplicate groups go to one split, splits are 85/5/10; AHA-Memes
 ("Splits") stratifies by the label. Here a *group* is a connected component of the graph whose
-edges are the near-duplicate pairs judged "same" or not yet reviewed (exports.dedup's
-union-find) plus the exact-duplicate links; a group is the unit that gets a split.
+edges are the near-duplicate pairs judged "same" or not yet reviewed (lib.hamming's
+connected components) plus the exact-duplicate links; a group is the unit that gets a split.
 
 Determinism: the only inputs are arrays built from the data and a per-item order key that the
 caller derives from the project's seed and a stable item key, so the same data and seed give the
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from exports.dedup import union_find_groups
+from lib.hamming import connected_groups
 
 SPLITS = ("train", "val", "test")
 SPLIT_CODE = {name: code for code, name in enumerate(SPLITS)}
@@ -38,9 +38,21 @@ def check_ratios(ratios) -> tuple[float, float, float]:
     return tuple(v / total for v in values)  # type: ignore[return-value]
 
 
+def exact_duplicate_groups(pixel_hashes) -> dict[str, list[int]]:
+    """Indices sharing a pixel hash, for every hash that occurs more than once.
+
+    Keys are in order of first occurrence and each list ascends, so ``indices[0]`` is the copy
+    to keep and the others are the exact duplicates to remove before splitting. O(n) in a dict.
+    """
+    seen: dict[str, list[int]] = {}
+    for index, value in enumerate(pixel_hashes):
+        seen.setdefault(value, []).append(index)
+    return {value: indices for value, indices in seen.items() if len(indices) > 1}
+
+
 def group_ids(n_nodes: int, edges: np.ndarray) -> np.ndarray:
     """Group id (smallest node index) per node; ``edges`` is (k, 2) node indices."""
-    return union_find_groups(n_nodes, edges)
+    return connected_groups(n_nodes, edges)
 
 
 def stratified_group_split(
@@ -158,7 +170,7 @@ def integrity_check(
         for b in bad[:examples].tolist():
             members = idx[inverse == b]
             across.append({"item_ids": node_ids[members].tolist(), "splits": sorted({SPLITS[s] for s in splits[members]})})
-    comp = union_find_groups(len(node_ids), edges) if len(node_ids) else np.zeros(0, dtype=np.int64)
+    comp = connected_groups(len(node_ids), edges) if len(node_ids) else np.zeros(0, dtype=np.int64)
     rel_comp = comp[idx]
     g_uniq, g_inv, g_counts = np.unique(rel_comp, return_inverse=True, return_counts=True)
     g_inv = g_inv.reshape(-1)

@@ -18,7 +18,7 @@ from pathlib import Path
 from django.conf import settings
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from exports.dedup import phash_fast, phash_hex
+from lib.phash import phash_fast, phash_hex
 
 FORMAT_EXTENSIONS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp"}
 CONTENT_TYPES = {"jpg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp"}
@@ -50,7 +50,7 @@ def pixel_hash(img: Image.Image) -> str:
 
 
 def perceptual_hash(data: bytes) -> str:
-    """64-bit pHash (imagehash's algorithm) with JPEG draft decoding (exports.dedup).
+    """64-bit pHash (imagehash's algorithm) with JPEG draft decoding (lib.phash).
 
     Every item of every project is hashed by this one path: near-duplicate distances are only
     meaningful between hashes made the same way (draft and full decodes differ by a few bits).

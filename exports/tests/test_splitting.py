@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exports.splitting import SPLITS, check_ratios, integrity_check, stratified_group_split
+from exports.splitting import SPLITS, check_ratios, exact_duplicate_groups, integrity_check, stratified_group_split
 
 
 def keys(n, seed=0):
@@ -94,3 +94,13 @@ def test_integrity_catches_a_group_linked_through_an_unreleased_item():
 
 def test_split_names():
     assert SPLITS == ("train", "val", "test")
+
+
+def test_exact_duplicate_groups() -> None:
+    assert exact_duplicate_groups([]) == {}
+    assert exact_duplicate_groups(["a", "b", "c"]) == {}
+    got = exact_duplicate_groups(["x", "y", "x", "z", "y", "x"])
+    assert got == {"x": [0, 2, 5], "y": [1, 4]}
+    assert list(got) == ["x", "y"]
+
+

@@ -1,4 +1,4 @@
-"""exports.dedup: pHash paths, exact pair search, groups. Plain pytest, no database.
+"""lib.hamming / lib.phash. Plain pytest, no database.
 
 The pair search is checked against the brute force (and pybktree) on uniform and clustered
 hashes, with the automatically planned strategy and with forced multi-index plans, because
@@ -20,24 +20,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from exports.dedup import (
-    DRAFT_SIZE,
+from lib.hamming import (
     SearchPlan,
-    UnionFind,
-    _lanczos_resize,
     _split_plan,
     brute_force_pairs,
-    exact_duplicate_groups,
-    hamming_distance,
+    connected_groups,
     near_duplicate_groups,
     near_duplicate_pairs,
+    plan_search,
+)
+from lib.phash import (
+    DRAFT_SIZE,
+    _lanczos_resize,
+    hamming_distance,
     phash_array,
     phash_fast,
     phash_hex,
     phash_int,
     phash_reference,
-    plan_search,
-    union_find_groups,
 )
 
 HYPOTHESIS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -221,7 +221,7 @@ def test_empty_and_single() -> None:
             out = near_duplicate_pairs(data, t)
             assert out.shape == (0, 2) and out.dtype == np.int64
             assert brute_force_pairs(data, t).shape == (0, 2)
-    assert union_find_groups(0, np.zeros((0, 2))).shape == (0,)
+    assert connected_groups(0, np.zeros((0, 2))).shape == (0,)
 
 
 def test_all_identical() -> None:
@@ -309,31 +309,27 @@ def _graphs(n: int) -> st.SearchStrategy[tuple[int, list[tuple[int, int]]]]:
 
 @HYPOTHESIS
 @given(st.integers(1, 60).flatmap(_graphs))
-def test_union_find_groups_match_bfs(case: tuple[int, list[tuple[int, int]]]) -> None:
+def test_connected_groups_match_bfs(case: tuple[int, list[tuple[int, int]]]) -> None:
     n, edges = case
     pairs = np.array(edges, dtype=np.int64).reshape(-1, 2)
     expected = components_bfs(n, pairs)
-    assert np.array_equal(union_find_groups(n, pairs), expected)
-    assert np.array_equal(union_find_groups(n, pairs[::-1, ::-1]), expected)  # order-independent
-    assert np.array_equal(union_find_groups(n, edges), expected)
-    uf = UnionFind(n)
-    for a, b in edges:
-        uf.union(a, b)
-    assert np.array_equal(uf.groups(), expected)
+    assert np.array_equal(connected_groups(n, pairs), expected)
+    assert np.array_equal(connected_groups(n, pairs[::-1, ::-1]), expected)  # order-independent
+    assert np.array_equal(connected_groups(n, edges), expected)
 
 
-def test_union_find_long_chain_and_star() -> None:
+def test_connected_groups_long_chain_and_star() -> None:
     n = 50_000
     rng = np.random.default_rng(0)
     perm = rng.permutation(n)
     chain = np.stack([perm[:-1], perm[1:]], axis=1)  # one path visiting all nodes in random order
-    assert (union_find_groups(n, chain) == 0).all()
+    assert (connected_groups(n, chain) == 0).all()
     star = np.stack([np.full(n - 1, n - 1), np.arange(n - 1)], axis=1)
-    assert (union_find_groups(n, star) == 0).all()
-    two = union_find_groups(6, [(5, 3), (4, 2)])
+    assert (connected_groups(n, star) == 0).all()
+    two = connected_groups(6, [(5, 3), (4, 2)])
     assert two.tolist() == [0, 1, 2, 3, 2, 3]
     with pytest.raises(ValueError):
-        union_find_groups(3, [(0, 3)])
+        connected_groups(3, [(0, 3)])
 
 
 def test_near_duplicate_groups_on_clusters() -> None:
@@ -352,162 +348,3 @@ def test_near_duplicate_groups_on_clusters() -> None:
         assert (groups[members] == members.min()).all()
 
 
-def test_exact_duplicate_groups() -> None:
-    assert exact_duplicate_groups([]) == {}
-    assert exact_duplicate_groups(["a", "b", "c"]) == {}
-    got = exact_duplicate_groups(["x", "y", "x", "z", "y", "x"])
-    assert got == {"x": [0, 2, 5], "y": [1, 4]}
-    assert list(got) == ["x", "y"]
-
-
-# --------------------------------------------------------------------------------------------
-# pHash
-# --------------------------------------------------------------------------------------------
-
-PHOTOS = (
-    "astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry",
-    "retina", "camera", "moon", "horse", "coins",
-)
-
-
-@functools.lru_cache(maxsize=None)
-def photo(name: str) -> Image.Image:
-    import skimage.data
-
-    arr = getattr(skimage.data, name)()
-    if arr.dtype == bool:
-        arr = arr.astype(np.uint8) * 255
-    img = Image.fromarray(arr)
-    return img.convert("RGB") if arr.ndim == 3 else img
-
-
-def encode(img: Image.Image, fmt: str, **kw: object) -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, fmt, **kw)
-    return buf.getvalue()
-
-
-def imagehash_int(data: bytes) -> int:
-    return int(str(imagehash.phash(Image.open(io.BytesIO(data)))), 16)
-
-
-def test_hex_conversions_match_imagehash() -> None:
-    img = photo("astronaut")
-    text = str(imagehash.phash(img))
-    value = phash_int(text)
-    assert phash_hex(value) == text and len(text) == 16
-    assert phash_hex(0) == "0000000000000000"
-    assert phash_hex(U64 - 1) == "ffffffffffffffff"
-    assert phash_int("FFFFFFFFFFFFFFFF") == U64 - 1
-    assert imagehash.hex_to_hash(phash_hex(value)) == imagehash.phash(img)
-    assert phash_array([text, "8000000000000000"]).tolist() == [value, 1 << 63]
-    assert phash_array([]).dtype == np.uint64
-    bad_values = ("", "abc", "0x12345678901234", "g000000000000000", "00000000000000000", "+123456789abcdef",
-                  "1234_6789abcdef0")
-    for bad in bad_values:
-        with pytest.raises(ValueError):
-            phash_int(bad)
-    for bad in (-1, U64):
-        with pytest.raises(ValueError):
-            phash_hex(bad)
-    assert hamming_distance(0, U64 - 1) == 64 and hamming_distance(5, 6) == 2
-
-
-@pytest.mark.parametrize("name", PHOTOS)
-def test_png_is_bit_identical_to_imagehash(name: str, tmp_path: Path) -> None:
-    base = photo(name)
-    variants = [base, base.resize((500, 500)), base.resize((333, 517)), base.convert("L")]
-    if base.mode == "RGB":
-        variants += [base.convert("RGBA"), base.convert("P")]
-    for i, img in enumerate(variants):
-        data = encode(img, "PNG")
-        expected = imagehash_int(data)
-        path = tmp_path / f"{i}.png"
-        path.write_bytes(data)
-        assert phash_fast(data) == expected
-        assert phash_fast(path) == expected
-        assert phash_fast(str(path)) == expected
-        assert phash_fast(Image.open(io.BytesIO(data))) == expected
-        assert phash_reference(data) == expected
-
-
-@pytest.mark.parametrize("name", PHOTOS)
-def test_jpeg_fast_within_two_bits_of_imagehash(name: str) -> None:
-    base = photo(name)
-    sizes = [None, (500, 500), (1000, 800), (333, 517), (1500, 1500)]
-    worst = 0
-    for size in sizes:
-        img = base if size is None else base.resize(size, Image.Resampling.BICUBIC)
-        for quality in (50, 75, 90, 95):
-            data = encode(img, "JPEG", quality=quality)
-            reference = imagehash_int(data)
-            assert phash_reference(data) == reference
-            distance = (phash_fast(data) ^ reference).bit_count()
-            assert distance <= 2, (name, size, quality, distance)
-            worst = max(worst, distance)
-    assert worst <= 2
-
-
-def test_jpeg_fast_really_drafts_and_sources_agree(tmp_path: Path) -> None:
-    data = encode(photo("astronaut").resize((500, 500)), "JPEG", quality=85)
-    img = Image.open(io.BytesIO(data))
-    value = phash_fast(img)
-    assert img.size == (63, 63) and img.mode == "L"  # decoded at 1/8 scale, luma only
-    path = tmp_path / "a.jpg"
-    path.write_bytes(data)
-    with open(path, "rb") as fh:
-        assert phash_fast(fh) == value
-        assert not fh.closed
-    assert phash_fast(path) == phash_fast(data) == phash_fast(memoryview(data)) == value
-    loaded = Image.open(io.BytesIO(data))
-    loaded.load()  # already decoded: no draft possible, so this is the reference computation
-    assert phash_fast(loaded) == imagehash_int(data)
-    with pytest.raises(TypeError):
-        phash_fast(12345)  # type: ignore[arg-type]
-
-
-def test_draft_size_parameter() -> None:
-    data = encode(photo("chelsea").resize((500, 500)), "JPEG", quality=80)
-    img = Image.open(io.BytesIO(data))
-    value = phash_fast(img, draft_size=64)
-    assert img.size == (125, 125)  # 500 // 64 = 7 -> scale 1/4
-    assert (value ^ imagehash_int(data)).bit_count() <= 2
-    assert phash_fast(data, draft_size=300) == imagehash_int(data)  # under 2 x 300 px: no draft
-
-
-def test_small_and_grayscale_and_uniform_jpegs() -> None:
-    # Under 2 x DRAFT_SIZE pixels libjpeg cannot scale: the fast path is the reference one.
-    small = photo("coffee").resize((2 * DRAFT_SIZE - 1, 120))
-    data = encode(small, "JPEG", quality=80)
-    assert phash_fast(data) == imagehash_int(data)
-    gray = encode(photo("camera").resize((640, 480)), "JPEG", quality=85)  # mode L JPEG
-    assert (phash_fast(gray) ^ imagehash_int(gray)).bit_count() <= 2
-    cmyk = encode(photo("rocket").convert("CMYK"), "JPEG", quality=90)
-    assert (phash_fast(cmyk) ^ imagehash_int(cmyk)).bit_count() <= 2
-    for colour in ((0, 0, 0), (255, 255, 255), (120, 30, 200)):
-        flat = encode(Image.new("RGB", (500, 400), colour), "JPEG", quality=85)
-        assert phash_fast(flat) == imagehash_int(flat)
-
-
-def test_fast_hash_still_finds_reencoded_near_duplicates() -> None:
-    hashes, names = [], []
-    for name in PHOTOS:
-        img = photo(name).resize((500, 500))
-        for quality in (60, 95):
-            hashes.append(phash_fast(encode(img, "JPEG", quality=quality)))
-            names.append(name)
-    pairs = as_set(near_duplicate_pairs(hashes, 8))
-    for k in range(len(PHOTOS)):
-        assert (2 * k, 2 * k + 1) in pairs  # each photo's two encodings pair up
-    assert all(names[i] == names[j] for i, j in pairs)  # and distinct photos do not
-
-
-def test_lanczos_resize_close_to_pillow() -> None:
-    for name in ("astronaut", "moon", "coins"):
-        gray = photo(name).convert("L")
-        for scale in (2, 4, 8):
-            small = gray.reduce(scale)
-            box = (0, 0, gray.width / scale, gray.height / scale)
-            expected = np.asarray(small.resize((32, 32), Image.Resampling.LANCZOS, box=box)).astype(int)
-            got = _lanczos_resize(np.asarray(small), box).astype(int)
-            assert np.abs(got - expected).max() <= 1
