@@ -448,11 +448,13 @@ def do_item(act: Actions, page, want: dict, *, use_candidates: bool) -> Plan:
     plan = plan_item(fields, values, candidates, want, use_candidates=use_candidates)
     for op in plan.ops:
         execute(act, page, op)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     try:
         page.wait_for_selector(SEL["submitted"], timeout=10000)
-    except Exception:
+    except PlaywrightTimeout as exc:
         errors = page.locator(SEL["form_error"]).all_inner_texts()
-        raise RuntimeError(f"submit refused: {errors} plan={plan.ops}")
+        raise RuntimeError(f"submit refused: {errors} plan={plan.ops}") from exc
     return plan
 
 
@@ -560,7 +562,7 @@ class Server:
             try:
                 urllib.request.urlopen(self.url + "/accounts/login/", timeout=2).read()
                 return
-            except Exception:
+            except OSError:
                 if self.proc.poll() is not None or time.time() > deadline:
                     self.stop()
                     raise RuntimeError("gunicorn did not start")
@@ -644,7 +646,8 @@ def run_session(browser, base_url, truths, args):
 
 AXE_PAGES = [
     # (label, user, path or callable on the page)
-    ("annotation workspace", ANNOTATOR, f"/p/{PROJECT}/annotate/next"),
+    ("annotation workspace", ANNOTATOR, "workspace"),
+    ("annotation workspace, 'harmful' chosen", ANNOTATOR, "workspace-harmful"),
     ("reviewer: adjudication home", "reviewer", f"/p/{PROJECT}/review/"),
     ("reviewer: adjudication task", "reviewer", "task"),
     ("lead: quality dashboard", "lead", f"/p/{SIMULATED}/quality/"),
@@ -686,20 +689,25 @@ def run_axe(browser, base_url, env, viewport) -> dict:
                     continue
                 pg.goto(f"{base_url}/p/{PROJECT}/review/{task}/")
                 pg.wait_for_selector("[data-ready='1']", timeout=10000)
-            elif path.endswith("/annotate/next"):
+            elif path == "workspace":
                 pg.goto(f"{base_url}/p/{PROJECT}/annotate/")
                 pg.click(SEL["next"])
                 pg.wait_for_selector(SEL["ready"])
+            elif path == "workspace-harmful":  # the same item, every field shown
+                pg.check(SEL["radio"].format(field="label", value="harmful"))
+                pg.wait_for_selector("#field-target_entity:not([hidden])")
             else:
                 pg.goto(base_url + path)
                 pg.wait_for_load_state("networkidle")
             pg.add_script_tag(path=str(axe_js))
             res = pg.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-            bad = Counter()
+            bad, where = Counter(), {}
             for v in res["violations"]:
                 if v.get("impact") in ("serious", "critical"):
-                    bad[f"{v['id']} ({v['impact']})"] += len(v["nodes"])
-            results[label] = {"url": pg.url.replace(base_url, ""), "serious_critical": dict(bad),
+                    rule = f"{v['id']} ({v['impact']})"
+                    bad[rule] += len(v["nodes"])
+                    where[rule] = [" ".join(map(str, n["target"])) for n in v["nodes"][:3]]
+            results[label] = {"url": pg.url.replace(base_url, ""), "serious_critical": dict(bad), "where": where,
                               "other_violations": sorted(v["id"] for v in res["violations"]
                                                          if v.get("impact") not in ("serious", "critical"))}
     finally:
@@ -716,7 +724,7 @@ def git_head() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
-    except Exception:
+    except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
@@ -796,7 +804,7 @@ def report(args, act, items, console_errors, check, setup_seconds, axe):
             total = sum(r["serious_critical"].values())
             print(f"  {label} ({r['url']}): {total}")
             for rule, c in sorted(r["serious_critical"].items()):
-                print(f"      {rule}: {c}")
+                print(f"      {rule}: {c}   e.g. {'; '.join(r['where'][rule])}")
             if r["other_violations"]:
                 print(f"      (minor/moderate rules: {', '.join(r['other_violations'])})")
 
