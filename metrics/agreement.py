@@ -24,7 +24,7 @@ and ``"gender"`` are two) -- callers normalize choice values first.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Literal
 
@@ -37,6 +37,8 @@ __all__ = [
     "confusion_matrix",
     "per_label_kappa",
     "macro_pairwise_kappa",
+    "pairwise_kappas",
+    "mean_pairwise_kappa",
     "krippendorff_alpha",
 ]
 
@@ -319,6 +321,42 @@ def macro_pairwise_kappa(
         for k in _pair_label_kappas(pa, ma, pb, mb)
         if k is not None
     ]
+    return float(np.mean(values)) if values else None
+
+
+def pairwise_kappas(
+    items: Sequence[Mapping[Hashable, Hashable]],
+) -> dict[tuple[Hashable, Hashable], float | None]:
+    """Cohen's kappa of every annotator pair over the items both annotated.
+
+    ``items[i]`` maps annotator id -> single-choice value for item i (an annotator absent
+    from the mapping did not annotate it; a value ``None`` is a category, as in
+    :func:`cohen_kappa`). Pairs are *people*, not submission slots (AHA section 3.4: "each of
+    the three annotator pairs"): only pairs that co-annotated at least one item appear, keyed
+    ``(a, b)`` with ``a`` before ``b`` in sorted id order (first-seen order when ids are not
+    orderable). Values are None where kappa is undefined. Plain Python, O(items x
+    annotators^2): the reference definition; :mod:`metrics.resample` bootstraps it at scale.
+    """
+    ids = list(dict.fromkeys(r for it in items for r in it))
+    try:
+        ids.sort()
+    except TypeError:
+        pass
+    rank = {r: j for j, r in enumerate(ids)}
+    pairs: dict[tuple[Hashable, Hashable], tuple[list, list]] = {}
+    for it in items:
+        raters = sorted(it, key=rank.__getitem__)
+        for r, s in combinations(raters, 2):
+            a, b = pairs.setdefault((r, s), ([], []))
+            a.append(it[r])
+            b.append(it[s])
+    return {key: cohen_kappa(a, b) for key, (a, b) in sorted(pairs.items(), key=lambda kv: (rank[kv[0][0]], rank[kv[0][1]]))}
+
+
+def mean_pairwise_kappa(items: Sequence[Mapping[Hashable, Hashable]]) -> float | None:
+    """Unweighted mean over annotator pairs of :func:`pairwise_kappas`, undefined pairs
+    skipped; None when no pair is defined (e.g. every item has one annotator)."""
+    values = [k for k in pairwise_kappas(items).values() if k is not None]
     return float(np.mean(values)) if values else None
 
 
