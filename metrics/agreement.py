@@ -29,6 +29,7 @@ from itertools import combinations
 from typing import Literal
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = [
     "cohen_kappa",
@@ -391,6 +392,27 @@ def _distance_matrix(level: str, values: list, n_v: np.ndarray) -> np.ndarray:
     return np.divide(diff, total, out=np.zeros_like(diff), where=total != 0) ** 2
 
 
+def _alpha_domain(rows: list[list], level: str, value_domain: Sequence[Hashable] | None) -> list:
+    present = {v for r in rows for v in r if not _is_missing(v)}
+    if value_domain is not None:
+        domain = list(dict.fromkeys(value_domain))
+        unknown = present.difference(domain)
+        if unknown:
+            raise ValueError(f"values outside value_domain: {sorted(map(repr, unknown))[:5]}")
+        return domain
+    if level == "nominal":
+        # Sorted when possible so the summation order, hence the last bit, is the same on
+        # every run (set order varies with string hash randomization).
+        try:
+            return sorted(present)
+        except TypeError:
+            return sorted(present, key=repr)
+    try:
+        return sorted(present)
+    except TypeError as exc:
+        raise TypeError(f"{level} alpha needs orderable values or a value_domain") from exc
+
+
 def krippendorff_alpha(
     data: Sequence[Sequence[object]] | np.ndarray,
     level: Level = "nominal",
@@ -413,31 +435,35 @@ def krippendorff_alpha(
     """
     if level not in ("nominal", "ordinal", "interval", "ratio"):
         raise ValueError(f"unknown level {level!r}")
-    rows = [r.tolist() if isinstance(r, np.ndarray) else list(r) for r in data]
-    if len(rows) < 2:
-        raise ValueError("need at least two annotators (rows)")
-    n_items = len(rows[0])
-    if any(len(r) != n_items for r in rows):
-        raise ValueError("every annotator row must have one entry per item")
-
-    present = {v for r in rows for v in r if not _is_missing(v)}
-    if value_domain is not None:
-        domain = list(dict.fromkeys(value_domain))
-        unknown = present.difference(domain)
-        if unknown:
-            raise ValueError(f"values outside value_domain: {sorted(map(repr, unknown))[:5]}")
-    elif level == "nominal":
-        # Sorted when possible so the summation order, hence the last bit, is the same on
-        # every run (set order varies with string hash randomization).
-        try:
-            domain = sorted(present)
-        except TypeError:
-            domain = sorted(present, key=repr)
+    if (
+        isinstance(data, np.ndarray)
+        and data.ndim == 2
+        and data.dtype.kind in "fiu"
+        and value_domain is None
+    ):
+        # Numeric matrix (NaN = missing): encode with np.unique instead of a Python pass
+        # over every cell (the Python pass is ~50 ns per cell: 10 ms for 20 x 10k).
+        if data.shape[0] < 2:
+            raise ValueError("need at least two annotators (rows)")
+        values = data.astype(np.float64, copy=False)
+        rated = ~np.isnan(values)
+        domain_arr, inverse = np.unique(values[rated], return_inverse=True)
+        domain = domain_arr.tolist()
+        n_items = values.shape[1]
+        codes = np.full(values.shape, -1, dtype=np.intp)
+        codes[rated] = inverse.ravel()
     else:
-        try:
-            domain = sorted(present)
-        except TypeError as exc:
-            raise TypeError(f"{level} alpha needs orderable values or a value_domain") from exc
+        rows = [r.tolist() if isinstance(r, np.ndarray) else list(r) for r in data]
+        if len(rows) < 2:
+            raise ValueError("need at least two annotators (rows)")
+        n_items = len(rows[0])
+        if any(len(r) != n_items for r in rows):
+            raise ValueError("every annotator row must have one entry per item")
+        domain = _alpha_domain(rows, level, value_domain)
+        code = {value: i for i, value in enumerate(domain)}
+        codes = np.array(
+            [[-1 if _is_missing(x) else code[x] for x in r] for r in rows], dtype=np.intp
+        ).reshape(len(rows), n_items)
     if level in ("interval", "ratio"):
         bad = [v for v in domain if isinstance(v, bool) or not isinstance(v, (int, float, np.number))]
         if bad:
@@ -448,29 +474,19 @@ def krippendorff_alpha(
     if v > _MAX_ALPHA_VALUES:
         raise ValueError(f"too many distinct values ({v} > {_MAX_ALPHA_VALUES})")
 
-    code = {value: i for i, value in enumerate(domain)}
-    codes = np.array(
-        [[-1 if _is_missing(x) else code[x] for x in r] for r in rows], dtype=np.intp
-    ).reshape(len(rows), n_items)
-    rated = codes >= 0
-    m_u = rated.sum(axis=0)
+    rater, unit = np.nonzero(codes >= 0)
+    m_u = np.bincount(unit, minlength=n_items)
     pairable = m_u >= 2
     if not pairable.any():
         return None
     weight = np.zeros(n_items)
     weight[pairable] = 1.0 / (m_u[pairable] - 1)
-
-    # Coincidences o[c, k] = sum over items u of (pairs of distinct raters with values c, k) /
-    # (m_u - 1), accumulated one ordered rater pair at a time.
-    o = np.zeros(v * v)
-    for r in range(len(rows)):
-        for s in range(len(rows)):
-            if r == s:
-                continue
-            mask = rated[r] & rated[s]
-            if mask.any():
-                o += np.bincount(codes[r, mask] * v + codes[s, mask], weights=weight[mask], minlength=v * v)
-    o = o.reshape(v, v)
+    # Coincidences from the (units x values) count matrix n_uc: o = sum_u w_u (n_u n_u^T -
+    # diag(n_u)), w_u = 1/(m_u - 1). One sparse product, O(ratings + V^2) time and memory,
+    # instead of a bincount per ordered rater pair (O(R^2 x units): 380 passes for 20 people).
+    counts = sp.csr_matrix((np.ones(unit.size), (unit, codes[rater, unit])), shape=(n_items, v))
+    weighted = sp.diags(weight) @ counts
+    o = (counts.T @ weighted).toarray() - np.diag(np.asarray(weighted.sum(axis=0)).ravel())
     n_v = o.sum(axis=0)
     n = n_v.sum()
     e = (np.outer(n_v, n_v) - np.diagflat(n_v)) / (n - 1)
