@@ -364,6 +364,17 @@ def mean_pairwise_kappa(items: Sequence[Mapping[Hashable, Hashable]]) -> float |
 # ---------------------------------------------------------------------------------------
 # Krippendorff's alpha
 
+# Why our own implementation and not a wrapper of the `krippendorff` package (which the tests
+# use as the reference, equal to 1e-12): bench/agreement_scale.py measured both on the same
+# nominal data, 20 annotators (people as rows).
+#   * 5,000 items: package 2.5 ms vs ours 1.6 ms (5 values); 1.7 vs 1.8 ms (2 values).
+#   * 1,000,000 items, 5 values: package 1.48 s and 656 MB peak vs ours 0.55 s and 321 MB. The
+#     package's coincidence step materializes (items x V x V) arrays, so its memory grows with
+#     V^2 per item; ours sums coincidences in one sparse product (O(ratings + V^2)).
+#   * The package takes numeric or string arrays only: object arrays (mixed labels, None as
+#     a category) raise, and NaN in a string array becomes the string "nan", a real label.
+# The previous version of this function (a bincount per ordered rater pair, O(R^2 x items))
+# was 8-15x slower than the package at 20 annotators x 2,000 items (9-12 ms vs 0.8-1.2 ms).
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 _MAX_ALPHA_VALUES = 10_000
 
@@ -429,9 +440,10 @@ def krippendorff_alpha(
     distance functions are the package's). Returns None where the package raises or returns
     NaN: no item with two ratings, fewer than two distinct values, zero expected disagreement.
 
-    Computed per ordered rater pair with ``np.bincount`` (O(R^2 * items) time, O(values^2)
-    memory; at most 10,000 distinct values). SPEC section 3: used when a project has more than
-    two annotators per item.
+    Computed from the sparse (items x values) count matrix: O(ratings + values^2) time and
+    memory, at most 10,000 distinct values; a numeric ndarray (NaN missing) skips the
+    Python pass over cells. SPEC section 3: used when a project has more than two annotators
+    per item. For its bootstrap at scale see :func:`metrics.resample.alpha_contributions`.
     """
     if level not in ("nominal", "ordinal", "interval", "ratio"):
         raise ValueError(f"unknown level {level!r}")
