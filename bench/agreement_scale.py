@@ -35,6 +35,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 import warnings  # noqa: E402
+from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -193,6 +194,14 @@ def subsample(d: dict, m: int) -> dict:
     return out
 
 
+def _macro(rows: list, labels: tuple, scope: np.ndarray, idx: np.ndarray) -> float:
+    return recompute.macro_label_kappa(rows, labels, scope, idx)
+
+
+def _label_alpha(rows: list, labels: tuple, scope: np.ndarray, idx: np.ndarray) -> float:
+    return recompute.label_alpha(rows, labels, scope, idx)
+
+
 def old_recompute(kind: str, d: dict, idx_list: list[np.ndarray]) -> dict[str, list[float]]:
     """The figures of one report, recomputed per resample with the plain metrics functions."""
     ids = tuple(range(POOL))
@@ -229,8 +238,8 @@ def old_recompute(kind: str, d: dict, idx_list: list[np.ndarray]) -> dict[str, l
         for field in ("hateful_type", "targeted_categories", "non_hateful_type"):
             members, labels, scope = d[field]
             rows = rs.LabelRatings(raters, members, ids, labels).by_rater()
-            jobs[f"{field} macro pair kappa"] = (lambda r, lab, sc: lambda i: recompute.macro_label_kappa(r, lab, sc, i))(rows, labels, scope)
-            jobs[f"{field} mean label alpha"] = (lambda r, lab, sc: lambda i: recompute.label_alpha(r, lab, sc, i))(rows, labels, scope)
+            jobs[f"{field} macro pair kappa"] = partial(_macro, rows, labels, scope)
+            jobs[f"{field} mean label alpha"] = partial(_label_alpha, rows, labels, scope)
     for key, fn in jobs.items():
         out[key] = [fn(i) for i in idx_list]
     return out
@@ -263,10 +272,10 @@ def kripp_compare(d: dict, m: int, full: int) -> None:
         ("aha is_hateful (20 raters x items, 2 values)", m, rs.Ratings(d["aha"]["raters"][:m], d["aha"]["is_hateful"][:m], ids, ("Hateful", "Not-Hateful"))),
         ("meme3w category (20 raters x items, 5 values)", full, rs.Ratings(d["meme3w"]["raters"], d["meme3w"]["category"], ids, CATEGORIES)),
     ]
-    for name, m, ratings in cases:
-        reps = 5 if m <= 100_000 else 1
+    for name, size, ratings in cases:
+        reps = 5 if size <= 100_000 else 1
         rows = recompute.alpha_rows(ratings)
-        codes = np.full((POOL, m), np.nan)
+        codes = np.full((POOL, size), np.nan)
         item, slot = np.nonzero(ratings.raters >= 0)
         codes[ratings.raters[item, slot], item] = ratings.codes[item, slot]
         t0 = time.process_time()
@@ -291,7 +300,7 @@ def kripp_compare(d: dict, m: int, full: int) -> None:
         krippendorff.alpha(codes, level_of_measurement="nominal")
         peak_pkg = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        print(f"  {name}, {m:,} items: ours {t_ours * 1e3:.1f} ms (labels) / {t_ours_num * 1e3:.1f} ms (float codes), "
+        print(f"  {name}, {size:,} items: ours {t_ours * 1e3:.1f} ms (labels) / {t_ours_num * 1e3:.1f} ms (float codes), "
               f"package {t_pkg * 1e3:.1f} ms (float codes): package/ours {t_pkg / t_ours_num:.2f}x; "
               f"peak memory ours {peak_ours / 1e6:.1f} MB, package {peak_pkg / 1e6:.1f} MB; "
               f"|diff| {abs(ours - pkg):.1e} / {abs(ours_num - pkg):.1e}")

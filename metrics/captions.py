@@ -151,12 +151,12 @@ def _bleu_from_sums(sums: np.ndarray) -> np.ndarray:
     out = np.empty(sums.shape[0])
     for r, row in enumerate(sums):
         sys_len, ref_len = row[0], row[1]
-        correct = [int(round(x)) for x in row[2 : 2 + _MAX_ORDER]]
-        total = [int(round(x)) for x in row[2 + _MAX_ORDER :]]
+        correct = [round(x) for x in row[2 : 2 + _MAX_ORDER]]
+        total = [round(x) for x in row[2 + _MAX_ORDER :]]
         if sys_len == 0 and ref_len == 0:
             out[r] = np.nan  # no item drawn
             continue
-        out[r] = BLEU.compute_bleu(correct, total, int(round(sys_len)), int(round(ref_len)), smooth_method="exp").score / 100.0
+        out[r] = BLEU.compute_bleu(correct, total, round(sys_len), round(ref_len), smooth_method="exp").score / 100.0
     return out
 
 

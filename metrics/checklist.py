@@ -26,7 +26,7 @@ Malformed-input policy (stated once, applied everywhere):
   checklist are ignored (they cannot make anything pass).
 * Reference side -- a malformed checklist raises ``ValueError``: a missing layer, a layer
   with no requirements (VIKR has 1-4 per layer; an empty layer would pass vacuously) or a
-  duplicated id. That is a data error for the QC stage, not a judgement to score.
+  duplicated id (``TypeError`` if it is not a mapping). That is a data error for the QC stage, not a judgement to score.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _passed(verdict: object) -> bool:
 
 def _check_checklist(checklist: Checklist) -> None:
     if not isinstance(checklist, Mapping):
-        raise ValueError("a checklist maps each layer (V, I, K, R) to its requirement ids")
+        raise TypeError("a checklist maps each layer (V, I, K, R) to its requirement ids")
     for layer in LAYERS:
         ids = checklist.get(layer)
         if ids is None or isinstance(ids, (str, bytes)) or len(ids) == 0:

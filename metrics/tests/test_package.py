@@ -23,7 +23,7 @@ def test_no_django_import_anywhere_in_metrics() -> None:
         assert not re.search(r"^\s*(import|from)\s+django\b", source, re.M), path
     code = (
         "import sys, metrics.text, metrics.entity, metrics.boxes, metrics.agreement, "
-        "metrics.records, metrics.bootstrap; "
+        "metrics.records, metrics.bootstrap, metrics.resample, metrics.captions, metrics.checklist; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework')); "
         "assert not bad, bad"
     )
@@ -60,6 +60,18 @@ def test_spec_signatures(module, name: str, params: list[str]) -> None:
     assert list(inspect.signature(fn).parameters) == params
     assert fn.__doc__ and len(fn.__doc__) > 80
     assert name in module.__all__
+
+
+def test_new_modules_export_documented_functions() -> None:
+    from metrics import captions, checklist, resample
+
+    for module in (resample, captions, checklist):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if callable(obj):
+                assert obj.__doc__ and len(obj.__doc__) > 40, f"{module.__name__}.{name}"
+    p = inspect.signature(resample.bootstrap_figures).parameters
+    assert (p["n"].default, p["seed"].default, p["level"].default) == (1000, 0, 0.95)
 
 
 def test_spec_defaults() -> None:

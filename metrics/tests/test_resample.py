@@ -225,7 +225,7 @@ def test_pairwise_kappas_are_per_person_and_match_sklearn() -> None:
     shuffled = [dict(reversed(list(it.items()))) for it in items]
     assert rs.pairwise_kappa_contributions(rs.Ratings.from_items(shuffled)).point() == pytest.approx(mean, abs=1e-12)
     # ... while kappa by slot is a different statistic.
-    slot_a = [list(it.values())[0] for it in items]
+    slot_a = [next(iter(it.values())) for it in items]
     slot_b = [list(it.values())[1] for it in items]
     assert cohen_kappa(slot_a, slot_b) != pytest.approx(mean, abs=1e-6)
 
@@ -262,7 +262,7 @@ def test_macro_label_kappa_point_is_aha_rule() -> None:
         people = rng.choice(5, 3, replace=False).tolist()
         truth = set(rng.choice(LABELS, rng.integers(0, 3), replace=False).tolist())
         items.append({p: truth if rng.random() < 0.8 else {str(rng.choice(LABELS))} for p in people})
-    items[4][next(iter(items[4]))] = None  # a missing annotation
+    items[4][next(iter(items[4]))] = None  # first annotator of item 4  # a missing annotation
     lr = rs.LabelRatings.from_items(items, LABELS)
     # reference: sklearn per (pair, label) over items both annotated, macro over the defined ones
     values = []
