@@ -31,6 +31,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUME
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import resource  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
@@ -168,16 +169,23 @@ def run_report(name: str, build, data: dict, resamples: int, seed: int) -> tuple
     t_boot = time.process_time() - t0
     nnz = sum(c.matrix.nnz for c in figures.values() if hasattr(c.matrix, "nnz"))
     dense = sum(c.matrix.shape[1] for c in figures.values() if not hasattr(c.matrix, "nnz"))
+    mb = sum(c.matrix.data.nbytes + c.matrix.indices.nbytes + c.matrix.indptr.nbytes if hasattr(c.matrix, "nnz")
+             else c.matrix.nbytes for c in figures.values()) / 1e6
+    n_items = data["raters"].shape[0]
     print(f"{name}: {len(figures)} figures, {resamples:,} resamples, one weight matrix; "
-          f"contributions: {dense} dense columns, {nnz / data['raters'].shape[0]:.1f} sparse nonzeros per item")
+          f"contributions: {dense} dense columns, {nnz / n_items:.1f} sparse nonzeros per item, {mb:,.0f} MB "
+          f"(the engine holds one stacked copy, about as large, plus a {min(32, resamples)} x {n_items:,} uint8 "
+          f"weight block = {min(32, resamples) * n_items / 1e6:.0f} MB)")
     print(f"  {'figure':34s}{'value':>10s}   {'95% CI':22s}{'n':>10s}{'dropped':>9s}")
     for key, e in est.items():
         ci = f"[{e.ci[0]:.4f}, {e.ci[1]:.4f}]" if e.ci else "-"
         val = f"{e.value:.4f}" if e.value is not None else "None"
         print(f"  {key:34s}{val:>10s}   {ci:22s}{e.n_items:>10,}{e.undefined:>9}")
     total = t_build + t_boot
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"  CPU: contributions {t_build:.2f} s + bootstrap {t_boot:.2f} s = {total:.2f} s "
-          f"(goal <= 60 s: {'OK' if total <= 60 else 'MISSED'})")
+          f"(goal <= 60 s: {'OK' if total <= 60 else 'MISSED'}); process peak RSS so far {rss:,.0f} MB "
+          f"(both projects' synthetic data included)")
     print()
     return est, total
 

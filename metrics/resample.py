@@ -235,6 +235,8 @@ class LabelRatings:
 
     def __post_init__(self) -> None:
         r, m = np.asarray(self.raters), np.asarray(self.members)
+        if not self.labels:
+            raise ValueError("a multi-label field needs at least one label")
         if r.ndim != 2 or m.shape != (*r.shape, len(self.labels)):
             raise ValueError(f"members must be (items, slots, labels) = {(*r.shape, len(self.labels))}, got {m.shape}")
         if (m & (r < 0)[..., None]).any():
@@ -495,8 +497,9 @@ def pairwise_kappa_contributions(ratings: Ratings, subset: Sequence[bool] | np.n
     pairs for 3 annotators). Pairs are those that co-rated at least one subset item, oriented
     by rater index (kappa is symmetric). Per resample, pairs whose kappa is undefined (no
     drawn item, or both raters constant on one category) are skipped; the resample is
-    undefined when every pair is. Reference: :func:`metrics.agreement.mean_pairwise_kappa`.
-    The pair list is ``Contributions.name``-independent; see :func:`pair_ids` for it.
+    undefined when every pair is. Reference: :func:`metrics.agreement.mean_pairwise_kappa`;
+    :func:`pair_ids` lists the pairs in column order. ``n_items`` counts the subset items
+    with at least two raters.
     """
     n = ratings.n_items
     mask = _subset_mask(subset, n)

@@ -378,3 +378,5 @@ def test_ratings_from_items_validation() -> None:
     assert lr.by_rater() == [[frozenset({"a"}), frozenset()], [None, frozenset({"a"})]]
     with pytest.raises(TypeError):
         rs.LabelRatings.from_items([], "ab")
+    with pytest.raises(ValueError):
+        rs.LabelRatings.from_items([{1: {"a"}}], [])
