@@ -68,6 +68,7 @@ __all__ = [
     "LabelRatings",
     "bootstrap_figures",
     "resample_counts",
+    "pair_ids",
     "mean_contributions",
     "share_contributions",
     "kappa_contributions",
