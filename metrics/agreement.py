@@ -24,11 +24,12 @@ and ``"gender"`` are two) -- callers normalize choice values first.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Literal
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = [
     "cohen_kappa",
@@ -37,6 +38,8 @@ __all__ = [
     "confusion_matrix",
     "per_label_kappa",
     "macro_pairwise_kappa",
+    "pairwise_kappas",
+    "mean_pairwise_kappa",
     "krippendorff_alpha",
 ]
 
@@ -322,9 +325,56 @@ def macro_pairwise_kappa(
     return float(np.mean(values)) if values else None
 
 
+def pairwise_kappas(
+    items: Sequence[Mapping[Hashable, Hashable]],
+) -> dict[tuple[Hashable, Hashable], float | None]:
+    """Cohen's kappa of every annotator pair over the items both annotated.
+
+    ``items[i]`` maps annotator id -> single-choice value for item i (an annotator absent
+    from the mapping did not annotate it; a value ``None`` is a category, as in
+    :func:`cohen_kappa`). Pairs are *people*, not submission slots (AHA section 3.4: "each of
+    the three annotator pairs"): only pairs that co-annotated at least one item appear, keyed
+    ``(a, b)`` with ``a`` before ``b`` in sorted id order (first-seen order when ids are not
+    orderable). Values are None where kappa is undefined. Plain Python, O(items x
+    annotators^2): the reference definition; :mod:`metrics.resample` bootstraps it at scale.
+    """
+    ids = list(dict.fromkeys(r for it in items for r in it))
+    try:
+        ids.sort()
+    except TypeError:
+        pass
+    rank = {r: j for j, r in enumerate(ids)}
+    pairs: dict[tuple[Hashable, Hashable], tuple[list, list]] = {}
+    for it in items:
+        raters = sorted(it, key=rank.__getitem__)
+        for r, s in combinations(raters, 2):
+            a, b = pairs.setdefault((r, s), ([], []))
+            a.append(it[r])
+            b.append(it[s])
+    return {key: cohen_kappa(a, b) for key, (a, b) in sorted(pairs.items(), key=lambda kv: (rank[kv[0][0]], rank[kv[0][1]]))}
+
+
+def mean_pairwise_kappa(items: Sequence[Mapping[Hashable, Hashable]]) -> float | None:
+    """Unweighted mean over annotator pairs of :func:`pairwise_kappas`, undefined pairs
+    skipped; None when no pair is defined (e.g. every item has one annotator)."""
+    values = [k for k in pairwise_kappas(items).values() if k is not None]
+    return float(np.mean(values)) if values else None
+
+
 # ---------------------------------------------------------------------------------------
 # Krippendorff's alpha
 
+# Why our own implementation and not a wrapper of the `krippendorff` package (which the tests
+# use as the reference, equal to 1e-12): bench/agreement_scale.py measured both on the same
+# nominal data, 20 annotators (people as rows).
+#   * 5,000 items: package 2.5 ms vs ours 1.6 ms (5 values); 1.7 vs 1.8 ms (2 values).
+#   * 1,000,000 items, 5 values: package 1.48 s and 656 MB peak vs ours 0.55 s and 321 MB. The
+#     package's coincidence step materializes (items x V x V) arrays, so its memory grows with
+#     V^2 per item; ours sums coincidences in one sparse product (O(ratings + V^2)).
+#   * The package takes numeric or string arrays only: object arrays (mixed labels, None as
+#     a category) raise, and NaN in a string array becomes the string "nan", a real label.
+# The previous version of this function (a bincount per ordered rater pair, O(R^2 x items))
+# was 8-15x slower than the package at 20 annotators x 2,000 items (9-12 ms vs 0.8-1.2 ms).
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 _MAX_ALPHA_VALUES = 10_000
 
@@ -353,6 +403,27 @@ def _distance_matrix(level: str, values: list, n_v: np.ndarray) -> np.ndarray:
     return np.divide(diff, total, out=np.zeros_like(diff), where=total != 0) ** 2
 
 
+def _alpha_domain(rows: list[list], level: str, value_domain: Sequence[Hashable] | None) -> list:
+    present = {v for r in rows for v in r if not _is_missing(v)}
+    if value_domain is not None:
+        domain = list(dict.fromkeys(value_domain))
+        unknown = present.difference(domain)
+        if unknown:
+            raise ValueError(f"values outside value_domain: {sorted(map(repr, unknown))[:5]}")
+        return domain
+    if level == "nominal":
+        # Sorted when possible so the summation order, hence the last bit, is the same on
+        # every run (set order varies with string hash randomization).
+        try:
+            return sorted(present)
+        except TypeError:
+            return sorted(present, key=repr)
+    try:
+        return sorted(present)
+    except TypeError as exc:
+        raise TypeError(f"{level} alpha needs orderable values or a value_domain") from exc
+
+
 def krippendorff_alpha(
     data: Sequence[Sequence[object]] | np.ndarray,
     level: Level = "nominal",
@@ -369,37 +440,42 @@ def krippendorff_alpha(
     distance functions are the package's). Returns None where the package raises or returns
     NaN: no item with two ratings, fewer than two distinct values, zero expected disagreement.
 
-    Computed per ordered rater pair with ``np.bincount`` (O(R^2 * items) time, O(values^2)
-    memory; at most 10,000 distinct values). SPEC section 3: used when a project has more than
-    two annotators per item.
+    Computed from the sparse (items x values) count matrix: O(ratings + values^2) time and
+    memory, at most 10,000 distinct values; a numeric ndarray (NaN missing) skips the
+    Python pass over cells. SPEC section 3: used when a project has more than two annotators
+    per item. For its bootstrap at scale see :func:`metrics.resample.alpha_contributions`.
     """
     if level not in ("nominal", "ordinal", "interval", "ratio"):
         raise ValueError(f"unknown level {level!r}")
-    rows = [r.tolist() if isinstance(r, np.ndarray) else list(r) for r in data]
-    if len(rows) < 2:
-        raise ValueError("need at least two annotators (rows)")
-    n_items = len(rows[0])
-    if any(len(r) != n_items for r in rows):
-        raise ValueError("every annotator row must have one entry per item")
-
-    present = {v for r in rows for v in r if not _is_missing(v)}
-    if value_domain is not None:
-        domain = list(dict.fromkeys(value_domain))
-        unknown = present.difference(domain)
-        if unknown:
-            raise ValueError(f"values outside value_domain: {sorted(map(repr, unknown))[:5]}")
-    elif level == "nominal":
-        # Sorted when possible so the summation order, hence the last bit, is the same on
-        # every run (set order varies with string hash randomization).
-        try:
-            domain = sorted(present)
-        except TypeError:
-            domain = sorted(present, key=repr)
+    if (
+        isinstance(data, np.ndarray)
+        and data.ndim == 2
+        and data.dtype.kind in "fiu"
+        and value_domain is None
+    ):
+        # Numeric matrix (NaN = missing): encode with np.unique instead of a Python pass
+        # over every cell (the Python pass is ~50 ns per cell: 10 ms for 20 x 10k).
+        if data.shape[0] < 2:
+            raise ValueError("need at least two annotators (rows)")
+        values = data.astype(np.float64, copy=False)
+        rated = ~np.isnan(values)
+        domain_arr, inverse = np.unique(values[rated], return_inverse=True)
+        domain = domain_arr.tolist()
+        n_items = values.shape[1]
+        codes = np.full(values.shape, -1, dtype=np.intp)
+        codes[rated] = inverse.ravel()
     else:
-        try:
-            domain = sorted(present)
-        except TypeError as exc:
-            raise TypeError(f"{level} alpha needs orderable values or a value_domain") from exc
+        rows = [r.tolist() if isinstance(r, np.ndarray) else list(r) for r in data]
+        if len(rows) < 2:
+            raise ValueError("need at least two annotators (rows)")
+        n_items = len(rows[0])
+        if any(len(r) != n_items for r in rows):
+            raise ValueError("every annotator row must have one entry per item")
+        domain = _alpha_domain(rows, level, value_domain)
+        code = {value: i for i, value in enumerate(domain)}
+        codes = np.array(
+            [[-1 if _is_missing(x) else code[x] for x in r] for r in rows], dtype=np.intp
+        ).reshape(len(rows), n_items)
     if level in ("interval", "ratio"):
         bad = [v for v in domain if isinstance(v, bool) or not isinstance(v, (int, float, np.number))]
         if bad:
@@ -410,29 +486,19 @@ def krippendorff_alpha(
     if v > _MAX_ALPHA_VALUES:
         raise ValueError(f"too many distinct values ({v} > {_MAX_ALPHA_VALUES})")
 
-    code = {value: i for i, value in enumerate(domain)}
-    codes = np.array(
-        [[-1 if _is_missing(x) else code[x] for x in r] for r in rows], dtype=np.intp
-    ).reshape(len(rows), n_items)
-    rated = codes >= 0
-    m_u = rated.sum(axis=0)
+    rater, unit = np.nonzero(codes >= 0)
+    m_u = np.bincount(unit, minlength=n_items)
     pairable = m_u >= 2
     if not pairable.any():
         return None
     weight = np.zeros(n_items)
     weight[pairable] = 1.0 / (m_u[pairable] - 1)
-
-    # Coincidences o[c, k] = sum over items u of (pairs of distinct raters with values c, k) /
-    # (m_u - 1), accumulated one ordered rater pair at a time.
-    o = np.zeros(v * v)
-    for r in range(len(rows)):
-        for s in range(len(rows)):
-            if r == s:
-                continue
-            mask = rated[r] & rated[s]
-            if mask.any():
-                o += np.bincount(codes[r, mask] * v + codes[s, mask], weights=weight[mask], minlength=v * v)
-    o = o.reshape(v, v)
+    # Coincidences from the (units x values) count matrix n_uc: o = sum_u w_u (n_u n_u^T -
+    # diag(n_u)), w_u = 1/(m_u - 1). One sparse product, O(ratings + V^2) time and memory,
+    # instead of a bincount per ordered rater pair (O(R^2 x units): 380 passes for 20 people).
+    counts = sp.csr_matrix((np.ones(unit.size), (unit, codes[rater, unit])), shape=(n_items, v))
+    weighted = sp.diags(weight) @ counts
+    o = (counts.T @ weighted).toarray() - np.diag(np.asarray(weighted.sum(axis=0)).ravel())
     n_v = o.sum(axis=0)
     n = n_v.sum()
     e = (np.outer(n_v, n_v) - np.diagflat(n_v)) / (n - 1)

@@ -19,11 +19,11 @@ the point estimate.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["paired_ci", "mean_ci", "bootstrap_means"]
+__all__ = ["paired_ci", "mean_ci", "bootstrap_means", "resample_indices", "percentile_interval"]
 
 _CHUNK_ELEMENTS = 1 << 22
 _MIN_REPEATS_FOR_MULTINOMIAL = 8
@@ -126,3 +126,37 @@ def mean_ci(
     """
     _check(n, level)
     return _interval(bootstrap_means(scores, n=n, seed=seed), level)
+
+
+def resample_indices(n_items: int, n: int = 1000, seed: int = 0) -> Iterator[np.ndarray]:
+    """The item resamples of every report bootstrap: ``n`` arrays of ``n_items`` indices.
+
+    Resample r is the r-th call ``rng.integers(0, n_items, size=n_items)`` on one
+    ``numpy.random.default_rng(seed)`` -- the stream ``quality.compute.bootstrap_statistic``
+    has always drawn, so a statistic recomputed on ``data[idx]`` for these ``idx`` and the
+    weighted-sum bootstrap of :mod:`metrics.resample` (whose weight matrix is
+    ``bincount(idx)`` of the same draws) see the same resamples. One call per resample, never
+    one ``(n, n_items)`` draw: numpy's bounded-integer generator buffers 32-bit halves within
+    a call, so a single big draw is not the same stream when ``n_items`` is odd.
+    """
+    if int(n_items) != n_items or n_items < 1:
+        raise ValueError("n_items must be a positive integer")
+    _check(n, 0.5)
+    rng = np.random.default_rng(seed)
+    for _ in range(int(n)):
+        yield rng.integers(0, int(n_items), size=int(n_items))
+
+
+def percentile_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
+    """``(low, high)`` percentiles ``(1 - level)/2`` and ``(1 + level)/2`` of the finite values.
+
+    ``numpy.percentile`` with linear interpolation, like every CI in this package. NaN and
+    infinite values (resamples where the statistic is undefined) are dropped first; None
+    when nothing is left.
+    """
+    _check(1, level)
+    arr = np.asarray(values, dtype=np.float64).ravel()
+    arr = arr[np.isfinite(arr)]
+    if arr.size == 0:
+        return None
+    return _interval(arr, level)

@@ -336,3 +336,16 @@ def test_krippendorff_alpha_two_raters_close_to_kappa() -> None:
     a = rng.choice(["x", "y", "z"], 2000).tolist()
     b = [v if rng.random() < 0.8 else str(rng.choice(["x", "y", "z"])) for v in a]
     assert krippendorff_alpha([a, b]) == pytest.approx(cohen_kappa(a, b), abs=5e-3)
+
+
+@FAST
+@given(reliability_data([1, 2, 3, 4, 5]), st.sampled_from(["nominal", "ordinal", "interval", "ratio"]))
+def test_krippendorff_alpha_numeric_array_path(data: list[list], level: str) -> None:
+    # A float ndarray with NaN for missing takes the vectorized encoding; same value as lists.
+    arr = np.array([[np.nan if v is None else v for v in r] for r in data], dtype=float)
+    ours, ref = krippendorff_alpha(arr, level), krippendorff_alpha(data, level)
+    assert (ours is None) if ref is None else ours == pytest.approx(ref, abs=1e-12)
+    ints = np.array([[0 if v is None else v for v in r] for r in data])  # no missing, int dtype
+    ref_int = kripp_ref(ints.tolist(), level)
+    got_int = krippendorff_alpha(ints, level)
+    assert (got_int is None) if ref_int is None else got_int == pytest.approx(ref_int, abs=1e-12)

@@ -23,7 +23,7 @@ def test_no_django_import_anywhere_in_metrics() -> None:
         assert not re.search(r"^\s*(import|from)\s+django\b", source, re.M), path
     code = (
         "import sys, metrics.text, metrics.entity, metrics.boxes, metrics.agreement, "
-        "metrics.records, metrics.bootstrap; "
+        "metrics.records, metrics.bootstrap, metrics.resample, metrics.captions, metrics.checklist; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework')); "
         "assert not bad, bad"
     )
@@ -62,6 +62,18 @@ def test_spec_signatures(module, name: str, params: list[str]) -> None:
     assert name in module.__all__
 
 
+def test_new_modules_export_documented_functions() -> None:
+    from metrics import captions, checklist, resample
+
+    for module in (resample, captions, checklist):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if callable(obj):
+                assert obj.__doc__ and len(obj.__doc__) > 40, f"{module.__name__}.{name}"
+    p = inspect.signature(resample.bootstrap_figures).parameters
+    assert (p["n"].default, p["seed"].default, p["level"].default) == (1000, 0, 0.95)
+
+
 def test_spec_defaults() -> None:
     assert inspect.signature(records.jra).parameters["thresholds"].default == (1, 0.7, 0.7, 0.5)
     p = inspect.signature(bootstrap.paired_ci).parameters
@@ -76,3 +88,15 @@ def test_benchmark_runs_small() -> None:
     ).stdout
     assert "TOTAL (all agreement fields)" in out
     assert "max abs diff 0.000e+00" in out or "goal <= 1e-12: OK" in out
+
+
+def test_agreement_scale_bench_runs_small() -> None:
+    out = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "agreement_scale.py"), "--items", "3000", "--resamples", "60",
+         "--sub", "400", "--old-resamples", "3"],
+        cwd=REPO, check=True, capture_output=True, text=True, timeout=300,
+    ).stdout
+    assert out.count("undefined pattern identical") == 2
+    diffs = [float(line.split("max |old - new| = ")[1].split(",")[0]) for line in out.splitlines() if "max |old - new|" in line]
+    assert len(diffs) == 2 and max(diffs) <= 1e-12
+    assert "TOTAL meme3w-like" in out

@@ -1,0 +1,382 @@
+"""metrics.resample: the weighted-sum bootstrap equals the straightforward recompute.
+
+For every statistic, each resample's value from ``W @ contributions`` is compared with the
+metrics.agreement function recomputed on ``data[idx]`` for the same ``idx`` (to 1e-12, and
+the same resamples undefined), hence the same percentile CI; point estimates are compared
+with scikit-learn, the krippendorff package and the plain metrics functions.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from itertools import combinations
+
+import krippendorff
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+from sklearn.metrics import cohen_kappa_score
+
+from metrics import resample as rs
+from metrics.agreement import cohen_kappa, macro_pairwise_kappa, mean_pairwise_kappa, pairwise_kappas
+from metrics.bootstrap import percentile_interval, resample_indices
+from metrics.tests import recompute
+from metrics.tests.strategies import FAST, SLOW
+
+CATS = ["x", "y", "z", None]
+LABELS = ["Mocking", "Slurs", "Contempt", "Other"]
+
+
+def check_against_recompute(
+    contrib: rs.Contributions,
+    recompute_one: Callable[[np.ndarray], float],
+    n_items: int,
+    *,
+    resamples: int = 40,
+    seed: int = 0,
+    block: int = 7,
+    chunk: int = 5,
+) -> rs.Estimate:
+    """Per resample, CI, point estimate and dropped count against the recompute."""
+    est = rs.bootstrap_figures({"f": contrib}, n=resamples, seed=seed, block=block, chunk=chunk)["f"]
+    ref = np.array([recompute_one(idx) for idx in resample_indices(n_items, resamples, seed)])
+    nan = np.isnan(ref)
+    assert np.array_equal(nan, np.isnan(est.resampled))
+    np.testing.assert_allclose(est.resampled[~nan], ref[~nan], rtol=0, atol=1e-12)
+    assert est.undefined == int(nan.sum())
+    point = recompute_one(np.arange(n_items))
+    if math.isnan(point):
+        assert est.value is None and est.ci is None
+    else:
+        assert est.value == pytest.approx(point, abs=1e-12)
+        ref_ci = percentile_interval(ref)
+        if ref_ci is None:
+            assert est.ci is None
+        else:
+            assert est.ci == pytest.approx(ref_ci, abs=1e-12)
+    return est
+
+
+# --- strategies -------------------------------------------------------------------------------
+
+
+@st.composite
+def person_items(draw: st.DrawFn, values: list = CATS, pool: int = 5, max_raters: int = 3, max_items: int = 30) -> list[dict]:
+    """Items annotated by 1..max_raters distinct people of a pool (1 = contributes no pair)."""
+    n = draw(st.integers(1, max_items))
+    agree = draw(st.floats(0, 1))
+    items = []
+    for _ in range(n):
+        k = draw(st.integers(1, max_raters))
+        people = draw(st.permutations(range(pool)))[:k]
+        base = draw(st.sampled_from(values))
+        items.append({p: base if draw(st.floats(0, 1)) < agree else draw(st.sampled_from(values)) for p in people})
+    return items
+
+
+@st.composite
+def person_label_items(draw: st.DrawFn, pool: int = 5, max_raters: int = 3, max_items: int = 25) -> list[dict]:
+    n = draw(st.integers(1, max_items))
+    items = []
+    for _ in range(n):
+        k = draw(st.integers(1, max_raters))
+        people = draw(st.permutations(range(pool)))[:k]
+        base = set(draw(st.lists(st.sampled_from(LABELS), max_size=2)))
+        it = {}
+        for p in people:
+            r = draw(st.integers(0, 9))
+            it[p] = None if r == 0 else base if r < 6 else set(draw(st.lists(st.sampled_from(LABELS), max_size=2)))
+        items.append(it)
+    return items
+
+
+def subsets(n: int) -> st.SearchStrategy:
+    return st.one_of(st.none(), st.lists(st.booleans(), min_size=n, max_size=n).map(np.array))
+
+
+# --- the resamples --------------------------------------------------------------------------------
+
+
+def test_resample_indices_is_the_quality_compute_stream() -> None:
+    rng = np.random.default_rng(7)
+    expected = [rng.integers(0, 11, size=11) for _ in range(5)]
+    got = list(resample_indices(11, 5, 7))
+    assert all(np.array_equal(a, b) for a, b in zip(expected, got))
+    blocks = list(rs.resample_counts(11, 5, 7, block=2))
+    assert [b.shape for b in blocks] == [(2, 11), (2, 11), (1, 11)]
+    counts = np.vstack(blocks)
+    assert np.array_equal(counts, np.array([np.bincount(i, minlength=11) for i in expected]))
+    assert (counts.sum(axis=1) == 11).all()
+
+
+def test_one_weight_matrix_for_all_figures() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.random(60)
+    mask = rng.random(60) < 0.5
+    figs = {"a": rs.mean_contributions(x), "b": rs.mean_contributions(x, mask), "c": rs.share_contributions(x, 0.5)}
+    together = rs.bootstrap_figures(figs, n=30, seed=4)
+    for name, c in figs.items():
+        alone = rs.bootstrap_figures({name: c}, n=30, seed=4, block=5, chunk=13)[name]
+        np.testing.assert_allclose(alone.resampled, together[name].resampled, rtol=0, atol=1e-15)
+    with pytest.raises(ValueError):
+        rs.bootstrap_figures({"a": figs["a"], "d": rs.mean_contributions(x[:10])})
+    assert rs.bootstrap_figures({}) == {}
+
+
+# --- mean and share ---------------------------------------------------------------------------
+
+
+@FAST
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.lists(st.floats(0, 1, allow_nan=False), min_size=n, max_size=n).map(np.array), subsets(n))))
+def test_mean_and_share_equal_recompute(case: tuple) -> None:
+    x, mask = case
+    n = x.size
+    check_against_recompute(rs.mean_contributions(x, mask), lambda i: recompute.mean(x, mask, i), n)
+    check_against_recompute(rs.share_contributions(x, 0.7, mask), lambda i: recompute.share(x, 0.7, mask, i), n)
+
+
+def test_mean_input_rules() -> None:
+    x = np.array([0.5, np.nan, 1.0])
+    mask = np.array([True, False, True])
+    assert rs.mean_contributions(x, mask).point() == 0.75  # NaN outside the subset is ignored
+    assert rs.mean_contributions(x, mask).n_items == 2
+    with pytest.raises(ValueError):
+        rs.mean_contributions(x)
+    with pytest.raises(TypeError):
+        rs.mean_contributions(x, [1, 0, 1])
+    with pytest.raises(ValueError):
+        rs.mean_contributions([0.1, 0.2], np.array([True]))
+    # a subset of one item: resamples that miss it are undefined, dropped and counted
+    one = np.zeros(20, dtype=bool)
+    one[3] = True
+    est = check_against_recompute(rs.mean_contributions(np.linspace(0, 1, 20), one),
+                                  lambda i: recompute.mean(np.linspace(0, 1, 20), one, i), 20, resamples=200)
+    assert 0 < est.undefined < 200 and est.ci == (3 / 19, 3 / 19)
+
+
+# --- Cohen's kappa of two raters -----------------------------------------------------------------
+
+
+@FAST
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.lists(st.sampled_from(CATS), min_size=n, max_size=n),
+    st.lists(st.sampled_from(CATS), min_size=n, max_size=n),
+    st.floats(0, 1), subsets(n))))
+def test_kappa_equals_recompute(case: tuple) -> None:
+    a, b, agree, mask = case
+    b = [x if i < agree * len(a) else y for i, (x, y) in enumerate(zip(a, b))]
+    check_against_recompute(rs.kappa_contributions(a, b, mask), lambda i: recompute.kappa(a, b, mask, i), len(a))
+
+
+def test_kappa_point_matches_sklearn_and_undefined() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.choice(["h", "n", "o"], 500).tolist()
+    b = [v if rng.random() < 0.8 else str(rng.choice(["h", "n", "o"])) for v in a]
+    assert rs.kappa_contributions(a, b).point() == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+    # both raters constant on one category: undefined (sklearn: NaN)
+    assert rs.kappa_contributions(["x"] * 5, ["x"] * 5).point() is None
+    est = rs.bootstrap_figures({"k": rs.kappa_contributions(["x"] * 5, ["x"] * 5)}, n=10)["k"]
+    assert est.value is None and est.ci is None and est.undefined == 10
+    # one constant rater: defined, 0
+    assert rs.kappa_contributions(["x"] * 4, ["x", "y", "x", "y"]).point() == 0.0
+
+
+# --- kappa per annotator pair (people) -------------------------------------------------------------
+
+
+@FAST
+@given(person_items(max_raters=2))
+def test_pairwise_kappa_two_raters_equals_recompute(items: list[dict]) -> None:
+    ratings = rs.Ratings.from_items(items)
+    check_against_recompute(rs.pairwise_kappa_contributions(ratings), lambda i: recompute.pairwise_kappa(items, None, i), len(items))
+
+
+@FAST
+@given(person_items(max_raters=3).flatmap(lambda items: st.tuples(st.just(items), subsets(len(items)))))
+def test_pairwise_kappa_three_raters_subset_equals_recompute(case: tuple) -> None:
+    items, mask = case
+    ratings = rs.Ratings.from_items(items)
+    check_against_recompute(rs.pairwise_kappa_contributions(ratings, mask),
+                            lambda i: recompute.pairwise_kappa(items, mask, i), len(items))
+
+
+def test_pairwise_kappas_are_per_person_and_match_sklearn() -> None:
+    rng = np.random.default_rng(5)
+    items = []
+    for _ in range(400):
+        people = rng.choice(6, 3, replace=False).tolist()
+        truth = str(rng.choice(["H", "N"]))
+        items.append({p: truth if rng.random() < 0.85 else str(rng.choice(["H", "N"])) for p in people})
+    per_pair = pairwise_kappas(items)
+    assert list(per_pair) == sorted(per_pair) and len(per_pair) == 15
+    for (p, q), k in per_pair.items():
+        both = [it for it in items if p in it and q in it]
+        assert k == pytest.approx(cohen_kappa_score([it[p] for it in both], [it[q] for it in both]), abs=1e-12)
+    mean = float(np.mean(list(per_pair.values())))
+    ratings = rs.Ratings.from_items(items)
+    assert rs.pairwise_kappa_contributions(ratings).point() == pytest.approx(mean, abs=1e-12)
+    assert rs.pair_ids(ratings) == list(per_pair)
+    # Slot order is irrelevant: the same people in another submission order give the same value.
+    shuffled = [dict(reversed(list(it.items()))) for it in items]
+    assert rs.pairwise_kappa_contributions(rs.Ratings.from_items(shuffled)).point() == pytest.approx(mean, abs=1e-12)
+    # ... while kappa by slot is a different statistic.
+    slot_a = [next(iter(it.values())) for it in items]
+    slot_b = [list(it.values())[1] for it in items]
+    assert cohen_kappa(slot_a, slot_b) != pytest.approx(mean, abs=1e-6)
+
+
+def test_pairwise_kappa_skips_undefined_pairs() -> None:
+    # pair (0, 1) agrees on a constant category (undefined), pair (1, 2) is informative.
+    items = [{0: "x", 1: "x"}, {0: "x", 1: "x"}, {1: "x", 2: "y"}, {1: "y", 2: "y"}, {1: "x", 2: "x"}, {3: "x"}]
+    ref = cohen_kappa(["x", "y", "x"], ["y", "y", "x"])
+    assert pairwise_kappas(items) == {(0, 1): None, (1, 2): ref}
+    assert rs.pairwise_kappa_contributions(rs.Ratings.from_items(items)).point() == pytest.approx(ref, abs=1e-15)
+    assert mean_pairwise_kappa([{0: "x"}, {1: "y"}]) is None
+    assert rs.pairwise_kappa_contributions(rs.Ratings.from_items([{0: "x"}, {1: "y"}])).point() is None
+    with pytest.raises(ValueError):
+        rs.Ratings(np.array([[0, 0]]), np.array([[0, 1]]), (0,), ("x", "y"))
+
+
+# --- macro kappa over (pair, label) ---------------------------------------------------------------
+
+
+@FAST
+@given(person_label_items().flatmap(lambda items: st.tuples(st.just(items), subsets(len(items)))))
+def test_macro_label_kappa_equals_recompute(case: tuple) -> None:
+    items, mask = case
+    lr = rs.LabelRatings.from_items(items, LABELS)
+    rows = lr.by_rater()
+    check_against_recompute(rs.pairwise_label_kappa_contributions(lr, mask),
+                            lambda i: recompute.macro_label_kappa(rows, LABELS, mask, i), len(items))
+
+
+def test_macro_label_kappa_point_is_aha_rule() -> None:
+    rng = np.random.default_rng(8)
+    items = []
+    for _ in range(300):
+        people = rng.choice(5, 3, replace=False).tolist()
+        truth = set(rng.choice(LABELS, rng.integers(0, 3), replace=False).tolist())
+        items.append({p: truth if rng.random() < 0.8 else {str(rng.choice(LABELS))} for p in people})
+    items[4][next(iter(items[4]))] = None  # first annotator of item 4  # a missing annotation
+    lr = rs.LabelRatings.from_items(items, LABELS)
+    # reference: sklearn per (pair, label) over items both annotated, macro over the defined ones
+    values = []
+    for p, q in combinations(range(5), 2):
+        both = [it for it in items if it.get(p) is not None and it.get(q) is not None]
+        for label in LABELS:
+            xa = [int(label in it[p]) for it in both]
+            xb = [int(label in it[q]) for it in both]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                k = cohen_kappa_score(xa, xb) if both else float("nan")
+            if not math.isnan(k):
+                values.append(k)
+    point = rs.pairwise_label_kappa_contributions(lr).point()
+    assert point == pytest.approx(float(np.mean(values)), abs=1e-12)
+    assert point == pytest.approx(macro_pairwise_kappa(lr.by_rater(), LABELS), abs=1e-12)
+
+
+# --- Krippendorff's alpha ---------------------------------------------------------------------------
+
+
+def package_alpha(rows: list[list]) -> float | None:
+    values = sorted({v for r in rows for v in r if v is not None}, key=repr)
+    code = {v: float(i) for i, v in enumerate(values)}
+    arr = np.array([[np.nan if v is None else code[v] for v in r] for r in rows], dtype=float)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = float(krippendorff.alpha(arr, level_of_measurement="nominal"))
+    except ValueError:
+        return None
+    return None if math.isnan(a) else a
+
+
+@FAST
+@given(person_items(max_raters=3).flatmap(lambda items: st.tuples(st.just(items), subsets(len(items)))))
+def test_alpha_equals_recompute_and_package(case: tuple) -> None:
+    items, mask = case
+    ratings = rs.Ratings.from_items(items)
+    rows = recompute.alpha_rows(ratings)
+    c = rs.alpha_contributions(ratings, mask)
+    check_against_recompute(c, lambda i: recompute.alpha(rows, mask, i), len(items))
+    keep = np.ones(len(items), dtype=bool) if mask is None else mask
+    ref = package_alpha([[v for v, k in zip(r, keep) if k] for r in rows])
+    assert (c.point() is None) if ref is None else c.point() == pytest.approx(ref, abs=1e-12)
+
+
+@SLOW
+@given(person_label_items(max_raters=4).flatmap(lambda items: st.tuples(st.just(items), subsets(len(items)))))
+def test_label_alpha_equals_recompute(case: tuple) -> None:
+    items, mask = case
+    lr = rs.LabelRatings.from_items(items, LABELS)
+    rows = lr.by_rater()
+    check_against_recompute(rs.label_alpha_contributions(lr, mask),
+                            lambda i: recompute.label_alpha(rows, LABELS, mask, i), len(items))
+
+
+def test_alpha_package_example() -> None:
+    # krippendorff's docstring example (3 coders, 15 units, missing values): 0.691358
+    data = [
+        [None, None, None, None, None, 3, 4, 1, 2, 1, 1, 3, 3, None, 3],
+        [1, None, 2, 1, 3, 3, 4, 3, None, None, None, None, None, None, None],
+        [None, None, 2, 1, 3, 4, 4, None, 2, 1, 1, 3, 3, None, 4],
+    ]
+    items = [{r: data[r][u] for r in range(3) if data[r][u] is not None} for u in range(15)]
+    assert rs.alpha_contributions(rs.Ratings.from_items(items)).point() == pytest.approx(0.691358, abs=1e-6)
+
+
+# --- blocks, chunks, float32 exactness, scale -------------------------------------------------------
+
+
+def test_blocks_chunks_and_precision_paths_agree() -> None:
+    rng = np.random.default_rng(11)
+    n = 3000
+    people = np.array([rng.choice(8, 3, replace=False) for _ in range(n)])
+    codes = rng.integers(0, 3, (n, 3))
+    ratings = rs.Ratings(people, codes, tuple(range(8)), ("a", "b", "c"))
+    x = rng.random(n)
+    figs = {"k": rs.pairwise_kappa_contributions(ratings), "a": rs.alpha_contributions(ratings), "m": rs.mean_contributions(x)}
+    base = rs.bootstrap_figures(figs, n=20, seed=2)
+    other = rs.bootstrap_figures(figs, n=20, seed=2, block=3, chunk=257)
+    for name in figs:
+        np.testing.assert_allclose(other[name].resampled, base[name].resampled, rtol=0, atol=1e-13)
+    # integral contributions too large for exact float32 (max x n >= 2**24) go through float64
+    big = rs.Contributions(sp.csr_matrix(figs["k"].matrix * 10_000.0), figs["k"].statistic, n)
+    exact32, exact64 = rs._column_split(big.matrix, n)
+    assert not exact32.any() and exact64.all()
+    scaled = rs.bootstrap_figures({"k": big}, n=20, seed=2)["k"]
+    np.testing.assert_allclose(scaled.resampled, base["k"].resampled, rtol=0, atol=1e-12)
+
+
+def test_large_input_equals_recompute_on_a_few_resamples() -> None:
+    # > one chunk (16,384 items) with default block and chunk sizes: the float32 sparse path.
+    rng = np.random.default_rng(12)
+    n = 20_000
+    people = np.column_stack([rng.integers(0, 10, n), rng.integers(0, 10, n)])
+    people[:, 1] = np.where(people[:, 1] == people[:, 0], (people[:, 0] + 1) % 10, people[:, 1])
+    truth = rng.integers(0, 2, n)
+    codes = np.where(rng.random((n, 2)) < 0.9, truth[:, None], 1 - truth[:, None])
+    ratings = rs.Ratings(people, codes, tuple(range(10)), ("H", "N"))
+    items = [dict(zip(p.tolist(), c.tolist())) for p, c in zip(people, codes)]
+    check_against_recompute(rs.pairwise_kappa_contributions(ratings), lambda i: recompute.pairwise_kappa(items, None, i),
+                            n, resamples=4, block=32, chunk=16384)
+
+
+def test_ratings_from_items_validation() -> None:
+    r = rs.Ratings.from_items([{1: "x", 2: None}, [(2, "y")]])
+    assert r.rater_ids == (1, 2) and r.categories == ("x", None, "y")
+    assert r.by_rater() == [["x", None], [None, "y"]]
+    with pytest.raises(ValueError):
+        rs.Ratings.from_items([[(1, "x"), (1, "y")]])
+    lr = rs.LabelRatings.from_items([{1: {"a", "zz"}, 2: None}, {2: "a", 1: set()}], ["a", "b"])
+    assert lr.by_rater() == [[frozenset({"a"}), frozenset()], [None, frozenset({"a"})]]
+    with pytest.raises(TypeError):
+        rs.LabelRatings.from_items([], "ab")
+    with pytest.raises(ValueError):
+        rs.LabelRatings.from_items([{1: {"a"}}], [])
