@@ -5,9 +5,11 @@ Engine
     PP-OCRv4 (Chinese + English, detection + 180-degree classifier + recognition) through
     ``rapidocr-onnxruntime``, whose ONNX models ship inside the wheel
     (``rapidocr_onnxruntime/models/*.onnx``): nothing is downloaded at run time. One engine per
-    process, created on first use under a lock; calls are serialized by a second lock because
-    rapidocr's detector and recognizer keep per-call state on the instance (parallelism comes
-    from processes -- one Celery worker process per core -- not threads). onnxruntime uses
+    process, created on first use under a lock. Calls are serialized by a second lock:
+    rapidocr is not documented as thread-safe and its detector assigns per-call state to the
+    instance (``TextDetector.preprocess_op``); in 1.4.4 that state is the same for every
+    image, so no race has been observed, but nothing promises it. Parallelism comes
+    from processes (one Celery worker process per core), not threads. onnxruntime uses
     :data:`DEFAULT_INTRA_OP_THREADS` (1) intra-op thread unless :func:`configure_engine` says
     otherwise, so a worker process uses one core. Importing this module sets
     ``ORT_DISABLE_TELEMETRY=1`` unless it is set (onnxruntime's wheels queue usage telemetry).
@@ -276,7 +278,7 @@ def load_rgb(source: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Im
 
 _engine: RapidOCR | None = None
 _engine_lock = threading.Lock()  # guards creation and replacement of _engine
-_run_lock = threading.Lock()  # rapidocr stages keep per-call state on the instance
+_run_lock = threading.Lock()  # rapidocr is not documented thread-safe (module docstring)
 _intra_op_threads = DEFAULT_INTRA_OP_THREADS
 
 
