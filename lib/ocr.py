@@ -49,7 +49,8 @@ Input decisions (shared with :mod:`lib.textfree` through :func:`load_rgb`)
       composited over white, which is what a page shows. 16-bit and 32-bit grayscale ("I;16*",
       "I") are scaled by 1/257 when their values exceed 255 (Pillow's own ``convert`` clips
       them to 255, turning most 16-bit images white); float ("F") images in [0, 1] are scaled
-      by 255, others clipped. CMYK and YCbCr use Pillow's conversion (ICC profiles ignored).
+      by 255, others clipped. CMYK, YCbCr and HSV use Pillow's conversion (embedded ICC
+      profiles are ignored), CIELab goes through littlecms (ImageCms) to sRGB.
     * Images whose longer side exceeds :data:`OCR_MAX_SIDE` (2000, rapidocr's own limit) are
       downscaled (INTER_AREA, aspect kept) before OCR; coordinates are mapped back to the
       original pixels and :attr:`OcrResult.scale` records the factor. Images more elongated
@@ -112,7 +113,7 @@ ImageSource = Union[Image.Image, str, "os.PathLike[str]", bytes, bytearray, memo
 
 DEFAULT_MAX_PIXELS = 40_000_000  # = CONCORD_MAX_IMAGE_PIXELS: nothing larger is ever imported
 OCR_MAX_SIDE = 2000  # rapidocr's max_side_len; we resize ourselves to keep the aspect exact
-MAX_ASPECT = 8  # rapidocr letterboxes wide images to 8:1; we bound tall ones the same way
+MAX_ASPECT = 8  # rapidocr letterboxes wide images to 8:1; we pad wide and tall ones ourselves
 MIN_SCORE = 0.5  # rapidocr's text_score default
 SPACE_POSTERIOR = 0.02  # chosen on synthetic memes, see the module docstring
 DEFAULT_INTRA_OP_THREADS = 1
@@ -222,8 +223,15 @@ def _to_rgb(img: Image.Image) -> Image.Image:
         background = Image.new("RGBA", rgba.size, WHITE + (255,))
         return Image.alpha_composite(background, rgba).convert("RGB")
     try:
+        if mode == "LAB":
+            # Pillow's plain convert() would copy L, a, b into R, G, B; CIELab (TIFF) needs a
+            # colour transform, which littlecms (bundled with Pillow's wheels) provides.
+            from PIL import ImageCms
+
+            transform = ImageCms.buildTransform(ImageCms.createProfile("LAB"), ImageCms.createProfile("sRGB"), "LAB", "RGB")
+            return ImageCms.applyTransform(img, transform)  # type: ignore[return-value]
         return img.convert("RGB")
-    except ValueError as exc:  # e.g. LAB/HSV in some Pillow builds
+    except (ValueError, OSError, ImportError) as exc:  # ImageCms.PyCMSError is an OSError
         raise OcrError("unsupported", f"cannot convert image mode {mode} to RGB ({exc})") from None
 
 

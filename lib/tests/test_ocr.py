@@ -355,6 +355,25 @@ def test_sixteen_bit_gray_is_scaled_not_clipped() -> None:
     assert floats[0, :, 0].tolist() == [0, 128, 255]
 
 
+def test_every_pillow_mode_becomes_rgb_with_the_right_colour() -> None:
+    white = {"L": 255, "LA": (255, 255), "La": (255, 255), "RGBA": (255, 255, 255, 255), "RGBa": (255, 255, 255, 255),
+             "RGBX": (255, 255, 255, 0), "CMYK": (0, 0, 0, 0), "YCbCr": (255, 128, 128), "HSV": (0, 0, 255),
+             "LAB": (255, 128, 128), "1": 1, "I;16": 65535, "I;16B": 65535, "I": 65535, "F": 1.0}
+    for mode, value in white.items():
+        rgb = load_rgb(Image.new(mode, (2, 2), value))  # type: ignore[arg-type]
+        assert rgb.mode == "RGB" and rgb.size == (2, 2)
+        assert all(abs(c - 255) <= 2 for c in rgb.getpixel((0, 0))), (mode, rgb.getpixel((0, 0)))
+    # CIELab is a colour space, not three channels to copy: L=0 is black whatever a and b.
+    assert max(load_rgb(Image.new("LAB", (1, 1), (0, 128, 128))).getpixel((0, 0))) <= 2
+
+
+def test_ocr_error_survives_pickling() -> None:
+    import pickle
+
+    err = pickle.loads(pickle.dumps(OcrError("truncated", "cannot decode image: truncated")))
+    assert isinstance(err, OcrError) and err.code == "truncated" and str(err) == "cannot decode image: truncated"
+
+
 @needs_latin_font
 def test_transparent_background_is_composited_over_white() -> None:
     # Black text on a fully transparent canvas: its RGB channels under alpha 0 are black too,
