@@ -77,9 +77,9 @@ def review_context(*, task: AdjudicationTask) -> dict:
             name=name, label=spec.get("label", name), widget=REGISTRY[spec["type"]].widget, spec=spec,
             mark=task.comparison.get(name, "agree"), values=[v.get(name) for v in values],
         ))
-    mention_fields = [s["name"] for s in schema.fields if s["type"] == "span"]
+    mention_fields = [s["name"] for s in schema.fields if "mention" in REGISTRY[s["type"]].roles]
     mentions = [v.get(mention_fields[0]) for v in values] if mention_fields else []
-    box_fields = [s["name"] for s in schema.fields if s["type"] == "boxes"]
+    box_fields = [s["name"] for s in schema.fields if "region" in REGISTRY[s["type"]].roles]
     state = {
         "version": task.version,
         "draft": task.draft or {},

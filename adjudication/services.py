@@ -9,22 +9,23 @@ import csv
 import io
 from itertools import combinations
 
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from adjudication.models import AdjudicationTask, GoldRecord, HistoryEvent, LexiconVersion
+from annotation.models import Annotation
+from annotation.selectors import submitted_annotations_for_item
+from core.errors import Conflict, Invalid, StaleVersion
+from metrics.entity import Lexicon
+from metrics.text import normalize
 from projects.fieldtypes import AGREE, DISAGREE, MINOR, REGISTRY
 from projects.models import Item, Project, Stage
+from projects.presets import PRESETS
 
 _RANK = {AGREE: 0, MINOR: 1, DISAGREE: 2}
 ROUTE_WAITING, ROUTE_GOLD, ROUTE_ADJUDICATION = "waiting", "gold", "adjudication"
 MAX_LEXICON_ENTRIES = 20000
-
-
-class StaleVersion(Exception):
-    """Someone saved in between: the caller answers 409 and keeps the user's input."""
 
 
 def history_record(*, project: Project, item: Item | None, kind: str, actor=None, old=None, new=None, note: str = "") -> None:
@@ -39,14 +40,11 @@ def lexicon_current(*, project: Project) -> tuple[int | None, dict[str, str]]:
 
 
 def lexicon_check(entries: dict) -> dict[str, str]:
-    """Validate a variant -> canonical mapping; raise ValidationError naming each bad entry."""
-    from metrics.entity import Lexicon
-    from metrics.text import normalize
-
+    """Validate a variant -> canonical mapping; raise Invalid naming each bad entry."""
     if not isinstance(entries, dict):
-        raise ValidationError("the lexicon must map variants to canonical forms")
+        raise Invalid("The lexicon must map variants to canonical forms.")
     if len(entries) > MAX_LEXICON_ENTRIES:
-        raise ValidationError(f"at most {MAX_LEXICON_ENTRIES} entries")
+        raise Invalid(f"A lexicon has at most {MAX_LEXICON_ENTRIES} entries.")
     errors, clean = [], {}
     for variant, canonical in entries.items():
         if not isinstance(variant, str) or not isinstance(canonical, str):
@@ -67,7 +65,7 @@ def lexicon_check(entries: dict) -> dict[str, str]:
         except ValueError as exc:
             errors.append(str(exc))
     if errors:
-        raise ValidationError(errors)
+        raise Invalid("Some lexicon entries cannot be used.", errors={f"entry {i + 1}": e for i, e in enumerate(errors)})
     return clean
 
 
@@ -114,12 +112,12 @@ def lexicon_to_csv(entries: dict[str, str]) -> str:
 
 
 def lexicon_seed(*, project: Project) -> LexiconVersion | None:
-    """Seed a meme3w project with the paper's Table 8 same-form pairs (once)."""
-    from metrics.entity import TABLE8_LEXICON
-
-    if project.preset != "meme3w" or LexiconVersion.objects.filter(project=project).exists():
+    """Seed a new project's lexicon from its preset (meme3w: the paper's Table 8 same-form
+    pairs), once. Connected to projects.hooks.project_created."""
+    seed = PRESETS.get(project.preset, {}).get("lexicon")
+    if not seed or LexiconVersion.objects.filter(project=project).exists():
         return None
-    return lexicon_save(project=project, entries=dict(TABLE8_LEXICON), note="Seeded from Meme3W Table 8")
+    return lexicon_save(project=project, entries=dict(seed["entries"]), note=seed["note"])
 
 
 # ---------------------------------------------------------------- routing
@@ -143,8 +141,6 @@ def item_route(*, item: Item) -> str:
     adjudication queue with each field marked agree / minor / disagree.
     """
     project = item.project
-    from annotation.selectors import submitted_annotations_for_item
-
     annotations = submitted_annotations_for_item(item=item)
     if len(annotations) < project.annotators_per_item:
         return ROUTE_WAITING
@@ -206,8 +202,6 @@ def _gold_write(*, item: Item, values: dict, provenance: dict, note: str, decide
 # ---------------------------------------------------------------- reviewer work
 
 def _annotated_by(user) -> Q:
-    from annotation.models import Annotation
-
     return Q(item__in=Annotation.objects.filter(annotator=user, kind="annotation").values("item"))
 
 
@@ -263,10 +257,8 @@ def gold_decide(*, task: AdjudicationTask, reviewer, decisions: dict, note: str,
 
     ``decisions``: ``{field: {"pick": k}}`` (take Annotator k's value, 1-based) or
     ``{field: {"value": v}}`` (edited). Agreed fields without a decision keep the identical value.
-    Raises ValidationError (per field) when the result breaks the schema, StaleVersion on 409.
+    Raises Invalid (per field) when the result breaks the schema, StaleVersion on 409.
     """
-    from annotation.models import Annotation
-
     item = task.item
     project = item.project
     schema = project.get_schema()
@@ -298,9 +290,9 @@ def gold_decide(*, task: AdjudicationTask, reviewer, decisions: dict, note: str,
     check = schema.validate(values, item_text=item.text)
     errors.update({k: v for k, v in check.errors.items() if k not in errors})
     if errors:
-        raise ValidationError(errors)
+        raise Invalid("Some fields need attention.", errors=errors)
     if len(note) > 5000:
-        raise ValidationError({"note": "at most 5000 characters"})
+        raise Invalid("The note is too long.", errors={"note": "at most 5000 characters"})
     lexicon_version, _ = lexicon_current(project=project)
     with transaction.atomic():
         updated = AdjudicationTask.objects.filter(
@@ -315,8 +307,8 @@ def gold_decide(*, task: AdjudicationTask, reviewer, decisions: dict, note: str,
 
 def gold_send_back(*, item: Item, lead, note: str = "") -> AdjudicationTask:
     """A lead reopens a gold item for adjudication; the current gold stays until a new decision."""
-    from annotation.selectors import submitted_annotations_for_item
-
+    if not Item.objects.filter(pk=item.pk, stage=Stage.GOLD).exists():
+        raise Conflict("Only gold items can be sent back to adjudication.")
     project = item.project
     annotations = submitted_annotations_for_item(item=item)[: project.annotators_per_item]
     _, lexicon = lexicon_current(project=project)
@@ -329,6 +321,6 @@ def gold_send_back(*, item: Item, lead, note: str = "") -> AdjudicationTask:
             Item.objects.filter(pk=item.pk).update(stage=Stage.ADJUDICATION)
             history_record(project=project, item=item, kind="sent_back", actor=lead, note=note)
     except IntegrityError:
-        raise ValidationError("This item is already waiting for adjudication.") from None
+        raise Conflict("This item is already waiting for adjudication.") from None
     item.stage = Stage.ADJUDICATION
     return task

@@ -4,7 +4,6 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -12,20 +11,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from adjudication import selectors, services
 from adjudication.forms import LexiconForm, LexiconUploadForm, SendBackForm
+from core.errors import Invalid
+from core.views import json_body, service_errors
 from projects.access import item_get_for_user, project_get_for_user
 from projects.models import Role, Stage
-
-MAX_JSON_BYTES = 1_000_000
-
-
-def _json_body(request) -> dict | None:
-    if len(request.body) > MAX_JSON_BYTES:
-        return None
-    try:
-        data = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 @login_required
@@ -64,36 +53,29 @@ def review_task(request, slug, task_id):
 
 @login_required
 @require_POST
+@service_errors
 def review_draft(request, slug, task_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.REVIEWER])
     task = selectors.task_get_for_reviewer(user=request.user, project=project, task_id=task_id)
-    data = _json_body(request)
-    if data is None or not isinstance(data.get("draft"), dict) or not isinstance(data.get("version"), int):
-        return JsonResponse({"error": "Send JSON with 'draft' (object) and 'version' (integer)."}, status=400)
-    try:
-        version = services.adjudication_draft_save(task=task, reviewer=request.user, draft=data["draft"], version=data["version"])
-    except services.StaleVersion as exc:
-        return JsonResponse({"error": str(exc)}, status=409)
+    data = json_body(request)
+    if not isinstance(data.get("draft"), dict) or isinstance(data.get("version"), bool) or not isinstance(data.get("version"), int):
+        raise Invalid("Send JSON with 'draft' (object) and 'version' (integer).")
+    version = services.adjudication_draft_save(task=task, reviewer=request.user, draft=data["draft"], version=data["version"])
     return JsonResponse({"version": version})
 
 
 @login_required
 @require_POST
+@service_errors
 def review_decide(request, slug, task_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.REVIEWER])
     task = selectors.task_get_for_reviewer(user=request.user, project=project, task_id=task_id)
-    data = _json_body(request)
-    if data is None or not isinstance(data.get("decisions"), dict) or not isinstance(data.get("version"), int):
-        return JsonResponse({"error": "Send JSON with 'decisions' (object), 'note' and 'version' (integer)."}, status=400)
+    data = json_body(request)
+    if not isinstance(data.get("decisions"), dict) or isinstance(data.get("version"), bool) or not isinstance(data.get("version"), int):
+        raise Invalid("Send JSON with 'decisions' (object), 'note' and 'version' (integer).")
     note = data.get("note") if isinstance(data.get("note"), str) else ""
-    try:
-        gold = services.gold_decide(task=task, reviewer=request.user, decisions=data["decisions"], note=note,
-                                    version=data["version"])
-    except services.StaleVersion as exc:
-        return JsonResponse({"error": str(exc)}, status=409)
-    except ValidationError as exc:
-        errors = {k: "; ".join(v) for k, v in exc.message_dict.items()} if hasattr(exc, "error_dict") else {"__all__": "; ".join(exc.messages)}
-        return JsonResponse({"error": "Some fields need attention.", "errors": errors}, status=400)
+    gold = services.gold_decide(task=task, reviewer=request.user, decisions=data["decisions"], note=note,
+                                version=data["version"])
     messages.success(request, f"Gold saved for item {task.item_id} (revision {gold.revision}).")
     return JsonResponse({"revision": gold.revision, "next": reverse("review_home", args=[slug])})
 
@@ -126,8 +108,8 @@ def lexicon_page(request, slug):
             if not errors:
                 try:
                     row = services.lexicon_save(project=project, entries=new, user=request.user, note=note)
-                except ValidationError as exc:
-                    errors = exc.messages
+                except Invalid as exc:  # shown entry by entry on the form that was used
+                    errors = list(exc.errors.values()) or [exc.message]
                 else:
                     messages.success(request, f"Lexicon saved as version {row.version} ({len(row.entries)} entries).")
                     return redirect("lexicon_page", slug=project.slug)
@@ -175,17 +157,12 @@ def item_history(request, slug, item_id):
 
 @login_required
 @require_POST
+@service_errors
 def item_send_back(request, slug, item_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
     item = item_get_for_user(user=request.user, project=project, item_id=item_id)
     form = SendBackForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
-    if item.stage != Stage.GOLD:
-        messages.error(request, "Only gold items can be sent back to adjudication.")
-    else:
-        try:
-            services.gold_send_back(item=item, lead=request.user, note=note)
-            messages.success(request, "Sent back to adjudication; the current gold stays until a reviewer decides.")
-        except ValidationError as exc:
-            messages.error(request, "; ".join(exc.messages))
+    services.gold_send_back(item=item, lead=request.user, note=note)
+    messages.success(request, "Sent back to adjudication; the current gold stays until a reviewer decides.")
     return redirect("item_history", slug=slug, item_id=item.pk)

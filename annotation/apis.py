@@ -13,23 +13,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Kind
-from annotation.selectors import annotation_get_for_annotator, annotator_preference, workspace_for_annotator
-from annotation.services import (
-    SKIP_REASON_KEYS,
-    AnnotationError,
-    annotation_save_draft,
-    annotation_skip,
-    annotation_submit,
-    assignment_claim_next,
+from annotation.selectors import (
+    annotation_get_for_annotator,
+    annotation_item_check,
+    annotator_preference,
+    workspace_for_annotator,
 )
-from projects.access import project_get_for_user
+from annotation.services import SKIP_REASON_KEYS, annotation_save_draft, annotation_skip, assignment_claim_next
+from candidates.selectors import candidates_for_annotator, candidates_with_identity
+from core.apis import ErrorOutput
+from projects.access import item_get_for_user, project_get_for_user, roles_of
 from projects.models import Role
 
 ROLE_FOR_KIND = {Kind.ANNOTATION: Role.ANNOTATOR, Kind.AUDIT: Role.AUDITOR}
-
-
-def _error(exc: AnnotationError) -> Response:
-    return Response({"code": exc.code, "detail": exc.message, "errors": exc.errors}, status=exc.status_code)
 
 
 class SaveInput(serializers.Serializer):
@@ -42,26 +38,21 @@ class SaveInput(serializers.Serializer):
 
 
 class SaveOutput(serializers.Serializer):
+    """The caller's own annotation only: nothing derived from other annotators (whether they
+    agreed, where the item went) is ever part of it (SPEC section 4)."""
+
     version = serializers.IntegerField()
     status = serializers.CharField()
     holds_slot = serializers.BooleanField(help_text="False: your claim expired and the slot was taken; the draft is kept.")
     saved_at = serializers.DateTimeField()
-    routed = serializers.CharField(allow_null=True, help_text="Where the item went when this was its N-th submission.")
 
 
-class ErrorOutput(serializers.Serializer):
-    code = serializers.CharField(help_text="invalid / stale / slot_taken / closed / not_assigned / content_warning")
-    detail = serializers.CharField()
-    errors = serializers.DictField(child=serializers.CharField(), help_text="Per-field messages.")
-
-
-def _save_output(result) -> dict:
+def save_output(result) -> dict:
     a = result.annotation
-    return {"version": a.version, "status": a.status, "holds_slot": result.holds_slot,
-            "saved_at": a.updated_at, "routed": result.routed_to}
+    return {"version": a.version, "status": a.status, "holds_slot": result.holds_slot, "saved_at": a.updated_at}
 
 
-class _OwnAnnotationApi(APIView):
+class OwnAnnotationApi(APIView):
     kind = Kind.ANNOTATION
 
     def _annotation(self, request, slug, item_id):
@@ -69,7 +60,7 @@ class _OwnAnnotationApi(APIView):
         return annotation_get_for_annotator(user=request.user, project=project, item_id=item_id, kind=self.kind)
 
 
-class AnnotationStateApi(_OwnAnnotationApi):
+class AnnotationStateApi(OwnAnnotationApi):
     """The caller's own annotation of an item, with anonymized candidates (none in an audit)."""
 
     @extend_schema(responses=inline_serializer("AnnotationState", {
@@ -88,7 +79,7 @@ class AnnotationStateApi(_OwnAnnotationApi):
         })
 
 
-class AnnotationDraftApi(_OwnAnnotationApi):
+class AnnotationDraftApi(OwnAnnotationApi):
     """Autosave a draft (or a pending revision of a submitted annotation)."""
 
     @extend_schema(request=SaveInput, responses={200: SaveOutput, 400: ErrorOutput, 409: ErrorOutput})
@@ -96,30 +87,9 @@ class AnnotationDraftApi(_OwnAnnotationApi):
         self.kind = kind
         annotation = self._annotation(request, slug, item_id)
         data = SaveInput(data=request.data)
-        if not data.is_valid():
-            return Response({"code": "invalid", "detail": "Malformed request.", "errors": data.errors}, status=400)
-        try:
-            result = annotation_save_draft(annotator=request.user, item=annotation.item, kind=kind, **data.validated_data)
-        except AnnotationError as exc:
-            return _error(exc)
-        return Response(SaveOutput(_save_output(result)).data)
-
-
-class AnnotationSubmitApi(_OwnAnnotationApi):
-    """Validate and submit; 400 with per-field errors, 409 when stale, taken or closed."""
-
-    @extend_schema(request=SaveInput, responses={200: SaveOutput, 400: ErrorOutput, 409: ErrorOutput})
-    def post(self, request, slug, item_id, kind=Kind.ANNOTATION):
-        self.kind = kind
-        annotation = self._annotation(request, slug, item_id)
-        data = SaveInput(data=request.data)
-        if not data.is_valid():
-            return Response({"code": "invalid", "detail": "Malformed request.", "errors": data.errors}, status=400)
-        try:
-            result = annotation_submit(annotator=request.user, item=annotation.item, kind=kind, **data.validated_data)
-        except AnnotationError as exc:
-            return _error(exc)
-        return Response(SaveOutput(_save_output(result)).data)
+        data.is_valid(raise_exception=True)
+        result = annotation_save_draft(annotator=request.user, item=annotation.item, kind=kind, **data.validated_data)
+        return Response(SaveOutput(save_output(result)).data)
 
 
 class SkipInput(serializers.Serializer):
@@ -127,18 +97,15 @@ class SkipInput(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000)
 
 
-class AnnotationSkipApi(_OwnAnnotationApi):
-    @extend_schema(request=SkipInput, responses={200: inline_serializer("SkipOutput", {"status": serializers.CharField()})})
+class AnnotationSkipApi(OwnAnnotationApi):
+    @extend_schema(request=SkipInput, responses={200: inline_serializer("SkipOutput", {"status": serializers.CharField()}),
+                                                 400: ErrorOutput, 404: ErrorOutput, 409: ErrorOutput})
     def post(self, request, slug, item_id, kind=Kind.ANNOTATION):
         self.kind = kind
         annotation = self._annotation(request, slug, item_id)
         data = SkipInput(data=request.data)
-        if not data.is_valid():
-            return Response({"code": "invalid", "detail": "Choose a reason.", "errors": data.errors}, status=400)
-        try:
-            skipped = annotation_skip(annotator=request.user, item=annotation.item, kind=kind, **data.validated_data)
-        except AnnotationError as exc:
-            return _error(exc)
+        data.is_valid(raise_exception=True)
+        skipped = annotation_skip(annotator=request.user, item=annotation.item, kind=kind, **data.validated_data)
         return Response({"status": skipped.status})
 
 
@@ -161,3 +128,46 @@ class AnnotationNextApi(APIView):
             "outcome": result.outcome, "item_id": item_id,
             "url": reverse("annotate_item", args=[slug, item_id]) if item_id else None,
         })
+
+
+class AnonymousCandidateOutput(serializers.Serializer):
+    letter = serializers.CharField(help_text="A, B, C, ... in an order fixed per item and annotator.")
+    fields = serializers.DictField(help_text="Normalized schema fields.")
+
+
+class IdentifiedCandidateOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    provider_name = serializers.CharField()
+    provider_kind = serializers.CharField()
+    model_name = serializers.CharField()
+    prompt_version = serializers.CharField()
+    fields = serializers.DictField()
+    removed = serializers.ListField(child=serializers.DictField())
+    raw_reply = serializers.CharField()
+    think = serializers.CharField()
+    latency_ms = serializers.IntegerField(allow_null=True)
+    prompt_tokens = serializers.IntegerField(allow_null=True)
+    completion_tokens = serializers.IntegerField(allow_null=True)
+
+
+class ItemCandidatesOutput(serializers.Serializer):
+    anonymous = serializers.BooleanField(help_text="True when the caller sees the annotator's anonymized view.")
+    candidates = serializers.ListField(child=serializers.DictField())
+
+
+class ItemCandidatesApi(APIView):
+    """Leads and researchers get identities; annotators get "Candidate A/B/C" with fields only."""
+
+    @extend_schema(summary="An item's candidates (identified for leads/researchers, anonymized for annotators)",
+                   responses={200: ItemCandidatesOutput, 403: ErrorOutput, 404: ErrorOutput})
+    def get(self, request, slug, item_id):
+        project = project_get_for_user(
+            user=request.user, slug=slug, roles=[Role.LEAD, Role.RESEARCHER, Role.ANNOTATOR]
+        )
+        item = item_get_for_user(user=request.user, project=project, item_id=item_id)
+        if roles_of(user=request.user, project=project) & {Role.LEAD, Role.RESEARCHER}:
+            rows = IdentifiedCandidateOutput(candidates_with_identity(item=item), many=True).data
+            return Response({"anonymous": False, "candidates": rows})
+        annotation_item_check(user=request.user, item=item)
+        rows = AnonymousCandidateOutput(candidates_for_annotator(item=item, user=request.user), many=True).data
+        return Response({"anonymous": True, "candidates": rows})

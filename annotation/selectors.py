@@ -15,10 +15,12 @@ from functools import cached_property
 from typing import Any
 
 from django.db.models import Count, Q
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.utils import timezone
 
 from annotation.models import Annotation, AnnotatorPreference, Assignment, Kind, assignment_of, slot_held
+from candidates.selectors import candidates_for_annotator
 from projects.models import Item, Project, Stage
 
 Status = Annotation.Status
@@ -41,6 +43,13 @@ def annotation_get_for_annotator(*, user, project: Project, item_id: Any, kind: 
     annotation.item.project = project
     annotation.annotator = user
     return annotation
+
+
+def annotation_item_check(*, user, item) -> None:
+    """An annotator sees an item's (anonymized) candidates only for an item they hold or held:
+    the annotation workspace's own items, not any item of the project by id."""
+    if not Annotation.objects.filter(item=item, annotator=user, kind=Kind.ANNOTATION).exists():
+        raise PermissionDenied("This item is not in your annotation queue.")
 
 
 def browser_provenance(provenance: dict | None) -> dict:
@@ -71,11 +80,10 @@ def current_values(schema, values: dict | None) -> dict:
     """Values restricted to the project's current schema, dropping any whose shape no longer
     fits its field (after a schema change), so a page never starts from something the server
     would refuse to save."""
-    from annotation.services import _shape_error
-
     out = {}
     for name, value in (values or {}).items():
-        if name in schema.by_name and _shape_error(schema.type_of(name).widget, value) is None:
+        spec = schema.by_name.get(name)
+        if spec is not None and (value is None or schema.type_of(name).shape_error(spec, value) is None):
             out[name] = value
     return out
 
@@ -169,8 +177,6 @@ def workspace_for_annotator(*, annotation: Annotation, audit: bool) -> Workspace
     ]
     candidates: list[CandidateView] = []
     if not audit:
-        from candidates.selectors import candidates_for_annotator
-
         for cand in candidates_for_annotator(item=item, user=annotation.annotator):
             shown = [
                 CandidateFieldView(name=f.name, label=f.label, widget=f.widget, value=cand.fields[f.name])

@@ -22,6 +22,8 @@ from django.utils import timezone
 
 from annotation.models import Annotation, AnnotationRevision, AnnotatorPreference, Assignment, Kind, assignment_of, slot_held
 from annotation.selectors import session_count
+from candidates.selectors import candidate_id_for_letter, candidates_for_annotator
+from core.errors import Conflict, Invalid, NotFound, StaleVersion
 from projects.models import Item, Membership, Project, Role, Stage
 from projects.schema import Schema
 
@@ -41,8 +43,6 @@ SKIP_REASONS = [
 SKIP_REASON_KEYS = {k for k, _ in SKIP_REASONS}
 
 MAX_VALUES_BYTES = 200_000
-MAX_TEXT_LENGTH = 20_000
-MAX_LIST_LENGTH = 200
 #: One save can add at most this much active time (the browser's clock is not trusted further).
 MAX_ACTIVE_MS_PER_SAVE = 2 * 60 * 60 * 1000
 #: How many items of the "in progress" list are tried before falling back to a fresh item.
@@ -50,40 +50,15 @@ CLAIM_TRIES = 3
 PARTIAL_CANDIDATES = 20
 
 
-class AnnotationError(Exception):
-    """A refused write, with a message fit to show to the annotator and an HTTP status."""
-
-    status_code = 400
-    code = "invalid"
-
-    def __init__(self, message: str, *, errors: dict[str, str] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.errors = errors or {}
-
-
-class InvalidValues(AnnotationError):
-    status_code = 400
-    code = "invalid"
-
-
-class StaleVersion(AnnotationError):
-    status_code = 409
-    code = "stale"
-
-
-class SlotTaken(AnnotationError):
-    status_code = 409
+class SlotTaken(Conflict):
     code = "slot_taken"
 
 
-class ItemClosed(AnnotationError):
-    status_code = 409
+class ItemClosed(Conflict):
     code = "closed"
 
 
-class NotAssigned(AnnotationError):
-    status_code = 404
+class NotAssigned(NotFound):
     code = "not_assigned"
 
 
@@ -98,6 +73,9 @@ class ClaimResult:
 class SaveResult:
     annotation: Annotation
     holds_slot: bool
+    #: True when this was the item's N-th first submission: the caller (workflow) routes it.
+    completed: bool = False
+    #: Set by workflow.services.annotation_submit: where the item went (never sent to annotators).
     routed_to: str | None = None
 
 
@@ -316,52 +294,21 @@ def annotation_open(*, annotation: Annotation) -> Annotation:
 # --------------------------------------------------------------------------- values
 
 
-def _shape_error(widget: str, value: Any) -> str | None:
-    """Structural check of a draft value (drafts may be incomplete, never malformed)."""
-    if value is None:
-        return None
-    if widget in ("radio", "entity", "span", "textarea"):
-        if not isinstance(value, str):
-            return "must be text"
-        if len(value) > MAX_TEXT_LENGTH:
-            return f"is longer than {MAX_TEXT_LENGTH} characters"
-        if "\x00" in value:
-            return "contains a NUL character"
-        return None
-    if widget in ("checkboxes", "textlist"):
-        if not isinstance(value, list) or not all(isinstance(v, str) and len(v) <= MAX_TEXT_LENGTH for v in value):
-            return "must be a list of texts"
-        if len(value) > MAX_LIST_LENGTH:
-            return f"has more than {MAX_LIST_LENGTH} entries"
-        return None
-    if widget == "boxes":
-        if not isinstance(value, list) or len(value) > MAX_LIST_LENGTH:
-            return "must be a list of boxes"
-        for box in value:
-            if not (
-                isinstance(box, list) and len(box) == 4
-                and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in box)
-            ):
-                return "each box must be [x1, y1, x2, y2]"
-        return None
-    return "has an unknown widget"
-
-
 def _clean_draft_values(schema: Schema, values: Any) -> dict:
     if not isinstance(values, dict):
-        raise InvalidValues("The annotation must be an object of fields.", errors={"__all__": "must be an object"})
+        raise Invalid("The annotation must be an object of fields.", errors={"__all__": "must be an object"})
     unknown = sorted(set(values) - set(schema.by_name))
     if unknown:
-        raise InvalidValues(f"Unknown field(s): {', '.join(unknown)}", errors={"__all__": f"unknown field(s): {', '.join(unknown)}"})
+        raise Invalid(f"Unknown field(s): {', '.join(unknown)}", errors={"__all__": f"unknown field(s): {', '.join(unknown)}"})
     errors = {}
     for name, value in values.items():
-        err = _shape_error(schema.type_of(name).widget, value)
+        err = schema.type_of(name).shape_error(schema.by_name[name], value) if value is not None else None
         if err:
             errors[name] = err
     if errors:
-        raise InvalidValues("Some fields hold values of the wrong kind.", errors=errors)
+        raise Invalid("Some fields hold values of the wrong kind.", errors=errors)
     if len(json.dumps(values)) > MAX_VALUES_BYTES:
-        raise InvalidValues("The annotation is too large.", errors={"__all__": "too large"})
+        raise Invalid("The annotation is too large.", errors={"__all__": "too large"})
     full = {**schema.absent_values(), **values}
     return schema.clear_hidden(full)
 
@@ -386,20 +333,18 @@ def _resolve_provenance(*, schema: Schema, annotation: Annotation, values: dict,
     if provenance in (None, {}):
         return {}
     if not isinstance(provenance, dict):
-        raise InvalidValues("Provenance must be an object.", errors={"__all__": "bad provenance"})
+        raise Invalid("Provenance must be an object.", errors={"__all__": "bad provenance"})
     if annotation.kind == Kind.AUDIT:
-        raise InvalidValues("A blind audit has no candidates to take values from.", errors={"__all__": "no candidates in an audit"})
-    from candidates.selectors import candidate_id_for_letter, candidates_for_annotator
-
+        raise Invalid("A blind audit has no candidates to take values from.", errors={"__all__": "no candidates in an audit"})
     wanted = {}
     for name, entry in provenance.items():
         if name not in schema.by_name:
-            raise InvalidValues(f"Unknown field {name!r} in provenance.", errors={"__all__": f"unknown field {name!r}"})
+            raise Invalid(f"Unknown field {name!r} in provenance.", errors={"__all__": f"unknown field {name!r}"})
         letter = entry.get("letter") if isinstance(entry, dict) else None
         if letter is None:
             continue
         if not isinstance(letter, str) or len(letter) > 3:
-            raise InvalidValues("Bad candidate letter.", errors={name: "bad candidate letter"})
+            raise Invalid("Bad candidate letter.", errors={name: "bad candidate letter"})
         wanted[name] = letter
     if not wanted:
         return {}
@@ -410,7 +355,7 @@ def _resolve_provenance(*, schema: Schema, annotation: Annotation, values: dict,
     for name, letter in wanted.items():
         cand = shown.get(letter)
         if cand is None:
-            raise InvalidValues(f"There is no candidate {letter}.", errors={name: f"there is no candidate {letter}"})
+            raise Invalid(f"There is no candidate {letter}.", errors={name: f"there is no candidate {letter}"})
         if letter not in ids:
             old = previous.get(name) or {}
             ids[letter] = old.get("candidate_id") if old.get("letter") == letter and old.get("candidate_id") else (
@@ -430,7 +375,7 @@ def _active_ms(time_spent_ms: Any, *, annotation: Annotation, now) -> int:
     try:
         delta = int(time_spent_ms or 0)
     except (TypeError, ValueError):
-        raise InvalidValues("time_spent_ms must be an integer.", errors={"__all__": "bad time_spent_ms"}) from None
+        raise Invalid("time_spent_ms must be an integer.", errors={"__all__": "bad time_spent_ms"}) from None
     since = annotation.updated_at or annotation.created_at or now
     wall = int((now - since).total_seconds() * 1000) + 5_000
     return max(0, min(delta, wall, MAX_ACTIVE_MS_PER_SAVE))
@@ -467,7 +412,7 @@ def _check_writable(annotation: Annotation, version: Any) -> None:
             "This item has left annotation (it is in adjudication or done): it can no longer be changed."
         )
     if isinstance(version, bool) or not isinstance(version, int):
-        raise InvalidValues("A version number is required.", errors={"__all__": "version must be an integer"})
+        raise Invalid("A version number is required.", errors={"__all__": "version must be an integer"})
     if version != annotation.version:
         raise StaleVersion(
             f"This annotation was saved elsewhere (another tab or window) since you loaded it "
@@ -524,16 +469,17 @@ def annotation_save_draft(
     return SaveResult(annotation=annotation, holds_slot=holds)
 
 
-def annotation_submit(
+def annotation_submit_record(
     *, annotator, item: Item, values: Any, version: Any, provenance: Any = None, time_spent_ms: Any = 0,
     kind: str = Kind.ANNOTATION,
 ) -> SaveResult:
-    """Validate (hidden fields cleared first) and submit; route the item when it has N submissions.
+    """Validate (hidden fields cleared first) and submit the annotation.
 
-    The routing call (adjudication.services.item_route) runs in this transaction, under the item
-    lock, so the N-th submission and the item's move out of annotation commit together.
-    Raises InvalidValues (per-field errors), StaleVersion, SlotTaken or ItemClosed; nothing is
-    written then.
+    Routing is not done here: the result says ``completed`` when this was the item's N-th
+    submission, and workflow.services.annotation_submit routes the item in the same transaction
+    (the caller's), under the item lock taken here, so the N-th submission and the item's move
+    out of annotation commit together. Raises Invalid (per-field errors), StaleVersion,
+    SlotTaken or ItemClosed; nothing is written then.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -542,10 +488,10 @@ def annotation_submit(
         project = annotation.item.project
         schema = project.get_schema()
         if not isinstance(values, dict):
-            raise InvalidValues("The annotation must be an object of fields.", errors={"__all__": "must be an object"})
+            raise Invalid("The annotation must be an object of fields.", errors={"__all__": "must be an object"})
         result = schema.validate(schema.clear_hidden(values), item_text=annotation.item.text)
         if not result.ok:
-            raise InvalidValues("Some fields need attention before submitting.", errors=result.errors)
+            raise Invalid("Some fields need attention before submitting.", errors=result.errors)
         prov = _resolve_provenance(schema=schema, annotation=annotation, values=result.values, provenance=provenance)
         if kind == Kind.ANNOTATION and not _reclaim_locked(annotation=annotation, rows=rows, now=now):
             raise SlotTaken(
@@ -558,26 +504,27 @@ def annotation_submit(
                status=Status.SUBMITTED,
                extra={"draft_values": None, "submitted_at": now,
                       "first_submitted_at": annotation.first_submitted_at or now})
-        routed = None
+        completed = False
         if kind == Kind.ANNOTATION:
             Assignment.objects.filter(pk=annotation.assignment.pk).update(status=Assignment.Status.SUBMITTED)
             submitted = sum(1 for uid, st, *_ in rows if uid != annotator.pk and st == Status.SUBMITTED) + 1
-            if not was_submitted and submitted >= project.annotators_per_item:
-                from adjudication.services import item_route
+            completed = not was_submitted and submitted >= project.annotators_per_item
+    return SaveResult(annotation=annotation, holds_slot=True, completed=completed)
 
-                routed = item_route(item=annotation.item)
-                # The slots matter only while the item is annotated (keeps "next" bounded).
-                Assignment.objects.filter(item=annotation.item, kind=Kind.ANNOTATION).delete()
-    return SaveResult(annotation=annotation, holds_slot=True, routed_to=routed)
+
+def assignments_release(*, item: Item) -> None:
+    """The slots matter only while the item is annotated (keeps "next" bounded): drop them once
+    it has been routed. Caller holds the item lock (workflow.services.annotation_submit)."""
+    Assignment.objects.filter(item=item, kind=Kind.ANNOTATION).delete()
 
 
 def annotation_skip(*, annotator, item: Item, reason: str, note: str = "", kind: str = Kind.ANNOTATION) -> Annotation:
     """Skip with a reason: the slot frees at once and the annotator is never given the item again."""
     if reason not in SKIP_REASON_KEYS:
-        raise InvalidValues("Choose a reason for skipping.", errors={"reason": "choose a reason"})
+        raise Invalid("Choose a reason for skipping.", errors={"reason": "choose a reason"})
     note = (note or "").strip()[:1000]
     if reason == "other" and not note:
-        raise InvalidValues("Say briefly why you skip this item.", errors={"note": "say briefly why"})
+        raise Invalid("Say briefly why you skip this item.", errors={"note": "say briefly why"})
     with transaction.atomic():
         annotation, _ = _load_for_write(annotator=annotator, item=item, kind=kind)
         if annotation.status == Status.SUBMITTED:
@@ -598,9 +545,9 @@ def annotation_audit_assign(*, auditor, item: Item) -> Annotation:
     themselves (the audit would not be independent).
     """
     if not Membership.objects.filter(project_id=item.project_id, user=auditor, role=Role.AUDITOR).exists():
-        raise InvalidValues(f"{auditor} is not an auditor of this project.")
+        raise Invalid(f"{auditor} is not an auditor of this project.")
     if Annotation.objects.filter(item=item, annotator=auditor, kind=Kind.ANNOTATION, status=Status.SUBMITTED).exists():
-        raise InvalidValues(f"{auditor} annotated this item and cannot audit it blind.")
+        raise Invalid(f"{auditor} annotated this item and cannot audit it blind.")
     now = timezone.now()
     with transaction.atomic():
         annotation, _ = Annotation.objects.get_or_create(

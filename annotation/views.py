@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.models import Kind
 from annotation.selectors import (
     annotation_get_for_annotator,
+    annotation_item_check,
     annotator_preference,
     annotator_progress,
     annotator_worklist,
@@ -25,14 +26,15 @@ from annotation.selectors import (
 )
 from annotation.services import (
     SKIP_REASONS,
-    AnnotationError,
     annotation_open,
     annotation_skip,
     annotator_preference_update,
     assignment_claim_next,
     content_warning_accept,
 )
-from projects.access import project_get_for_user
+from candidates.selectors import candidates_for_annotator
+from core.views import service_errors
+from projects.access import item_get_for_user, project_get_for_user
 from projects.models import Role
 
 ROLE_FOR_KIND = {Kind.ANNOTATION: Role.ANNOTATOR, Kind.AUDIT: Role.AUDITOR}
@@ -140,19 +142,20 @@ def audit_home(request, slug):
     })
 
 
+def _item_page(request, slug, item_id):
+    page = "audit_item" if request.POST.get("kind") == Kind.AUDIT else "annotate_item"
+    return reverse(page, args=[slug, item_id])
+
+
 @login_required
 @require_POST
+@service_errors(back=_item_page)
 def annotate_skip(request, slug, item_id):
     kind = Kind.AUDIT if request.POST.get("kind") == Kind.AUDIT else Kind.ANNOTATION
     project = project_get_for_user(user=request.user, slug=slug, roles=[ROLE_FOR_KIND[kind]])
     annotation = annotation_get_for_annotator(user=request.user, project=project, item_id=item_id, kind=kind)
-    try:
-        annotation_skip(annotator=request.user, item=annotation.item, reason=request.POST.get("reason", ""),
-                        note=request.POST.get("note", ""), kind=kind)
-    except AnnotationError as exc:
-        messages.error(request, exc.message)
-        page = "audit_item" if kind == Kind.AUDIT else "annotate_item"
-        return redirect(page, slug=project.slug, item_id=annotation.item_id)
+    annotation_skip(annotator=request.user, item=annotation.item, reason=request.POST.get("reason", ""),
+                    note=request.POST.get("note", ""), kind=kind)
     messages.info(request, "Item skipped: it goes to someone else and will not come back to you.")
     return redirect("audit_home" if kind == Kind.AUDIT else "annotate_home", slug=project.slug)
 
@@ -181,3 +184,30 @@ def annotate_preferences(request, slug):
     if not request.htmx:
         return redirect("annotate_home" if Role.ANNOTATOR in project.user_roles else "audit_home", slug=project.slug)
     return render(request, "annotation/workspace.html#blur-toggle", {"project": project, "blur": pref.blur_images})
+
+
+@login_required
+def item_candidates_anonymous(request, slug, item_id):
+    """The annotator's view: "Candidate A/B/C" with schema fields only (an htmx fragment)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR])
+    item = item_get_for_user(user=request.user, project=project, item_id=item_id)
+    annotation_item_check(user=request.user, item=item)
+    return render(request, "candidates/_anonymous.html#candidates", {
+        "project": project, "item": item,
+        "candidates": anonymous_rows(schema=project.get_schema(), candidates=candidates_for_annotator(item=item, user=request.user)),
+    })
+
+
+def anonymous_rows(*, schema, candidates) -> list[dict]:
+    """Display rows for anonymized candidates: built only from letter + normalized fields."""
+    rows = []
+    for cand in candidates:
+        values = []
+        for spec in schema.fields:
+            if spec["name"] not in cand.fields:
+                continue
+            value = cand.fields[spec["name"]]
+            shown = schema.type_of(spec["name"]).display_text(spec, value)
+            values.append({"name": spec["name"], "label": spec.get("label") or spec["name"], "value": shown})
+        rows.append({"letter": cand.letter, "values": values, "json": json.dumps(cand.fields, ensure_ascii=False)})
+    return rows

@@ -522,7 +522,8 @@ print("JSON:" + json.dumps({{a.item_id: {{"values": a.values, "time_spent_ms": a
 DISAGREE_CODE = f"""
 import json
 from django.contrib.auth import get_user_model
-from annotation.services import assignment_claim_next, annotation_submit, content_warning_accept
+from annotation.services import assignment_claim_next, content_warning_accept
+from workflow.services import annotation_submit
 from annotation.models import Annotation
 from adjudication.models import AdjudicationTask
 from projects.models import Project

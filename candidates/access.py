@@ -1,7 +1,6 @@
 """Permission-checked fetchers for candidate objects (never fetched by bare id)."""
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from candidates.models import CandidateJob, Provider
@@ -21,12 +20,3 @@ def job_get_for_project(*, project: Project, job_id) -> CandidateJob:
         return CandidateJob.objects.get(project=project, pk=int(job_id))
     except (CandidateJob.DoesNotExist, ValueError, TypeError):
         raise Http404("No such candidate job") from None
-
-
-def annotator_item_check(*, user, item) -> None:
-    """An annotator sees an item's (anonymized) candidates only for an item they hold or held:
-    the annotation workspace's own items, not any item of the project by id."""
-    from annotation.models import Annotation, Kind
-
-    if not Annotation.objects.filter(item=item, annotator=user, kind=Kind.ANNOTATION).exists():
-        raise PermissionDenied("This item is not in your annotation queue.")

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import os
 
-from django.core.exceptions import ValidationError
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from candidates.access import annotator_item_check, job_get_for_project
-from candidates.models import Provider
-from candidates.selectors import candidates_for_annotator, candidates_with_identity, job_progress, providers_for_project
+from candidates.models import CandidateJob, Provider
+from candidates.selectors import providers_for_project
 from candidates.services import candidate_job_start
-from projects.access import item_get_for_user, project_get_for_user, roles_of
+from core.apis import ErrorOutput, JobOutput
+from projects.access import project_get_for_user
 from projects.models import Role
+from projects.selectors import job_get_for_project
 
 
 class ProviderOutput(serializers.ModelSerializer):
@@ -45,96 +45,53 @@ class ProviderListApi(APIView):
 
 class ProviderProgressOutput(serializers.Serializer):
     provider_id = serializers.IntegerField()
-    provider_name = serializers.CharField()
+    provider_name = serializers.CharField(source="provider__name")
     total = serializers.IntegerField()
     done = serializers.IntegerField()
     failed = serializers.IntegerField()
     pending = serializers.IntegerField(help_text="Queued or waiting for a retry / rate-limit slot.")
     running = serializers.IntegerField(help_text="Currently calling the provider.")
+    cancelled = serializers.IntegerField()
 
 
-class CandidateJobOutput(serializers.Serializer):
-    id = serializers.IntegerField(source="job.pk")
-    status = serializers.CharField(source="job.status", help_text="running or done")
-    prompt_version = serializers.CharField(source="job.prompt_version")
-    created_at = serializers.DateTimeField(source="job.created_at")
-    finished_at = serializers.DateTimeField(source="job.finished_at", allow_null=True)
-    total = serializers.IntegerField()
-    done = serializers.IntegerField()
-    failed = serializers.IntegerField()
-    pending = serializers.IntegerField()
-    providers = ProviderProgressOutput(many=True)
+class CandidateJobOutput(JobOutput):
+    prompt_version = serializers.CharField()
+    total = serializers.IntegerField(source="totals.total")
+    done = serializers.IntegerField(source="totals.done")
+    failed = serializers.IntegerField(source="totals.failed")
+    pending = serializers.SerializerMethodField(help_text="Queued, waiting for a slot or a retry, or running.")
+    providers = ProviderProgressOutput(many=True, source="provider_progress")
+
+    def get_pending(self, obj) -> int:
+        t = obj.totals()
+        return t["pending"] + t["running"]
 
 
 class CandidateJobStartInput(serializers.Serializer):
     item_ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, allow_empty=False, max_length=100_000,
-        help_text="Items to generate candidates for; omit for every item in stage 'new'.",
+        child=serializers.IntegerField(min_value=1, max_value=2**62), required=False, allow_empty=False,
+        max_length=100_000, help_text="Items to generate candidates for; omit for every item in stage 'new'.",
     )
 
 
 class CandidateJobStartApi(APIView):
     @extend_schema(
         summary="Start generating candidates (leads)", request=CandidateJobStartInput,
-        responses={202: CandidateJobOutput, 400: OpenApiResponse(description="No enabled provider / unknown items")},
+        responses={202: CandidateJobOutput, 400: ErrorOutput},
     )
     def post(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
         data = CandidateJobStartInput(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            job = candidate_job_start(project=project, user=request.user, item_ids=data.validated_data.get("item_ids"))
-        except ValidationError as exc:
-            return Response({"detail": " ".join(exc.messages)}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(CandidateJobOutput(job_progress(job=job)).data, status=status.HTTP_202_ACCEPTED)
+        job = candidate_job_start(project=project, user=request.user, item_ids=data.validated_data.get("item_ids"))
+        return Response(CandidateJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
 
 
 class CandidateJobApi(APIView):
-    @extend_schema(summary="Progress of a candidate job (leads)", responses=CandidateJobOutput)
+    @extend_schema(summary="Progress of a candidate job (leads)", responses={200: CandidateJobOutput, 404: ErrorOutput})
     def get(self, request, slug, job_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
-        job = job_get_for_project(project=project, job_id=job_id)
-        return Response(CandidateJobOutput(job_progress(job=job)).data)
+        job = job_get_for_project(user=request.user, project=project, kind=CandidateJob.kind, job_id=job_id)
+        return Response(CandidateJobOutput(job).data)
 
 
-class AnonymousCandidateOutput(serializers.Serializer):
-    letter = serializers.CharField(help_text="A, B, C, ... in an order fixed per item and annotator.")
-    fields = serializers.DictField(help_text="Normalized schema fields.")
-
-
-class IdentifiedCandidateOutput(serializers.Serializer):
-    id = serializers.IntegerField()
-    provider_name = serializers.CharField()
-    provider_kind = serializers.CharField()
-    model_name = serializers.CharField()
-    prompt_version = serializers.CharField()
-    fields = serializers.DictField()
-    removed = serializers.ListField(child=serializers.DictField())
-    raw_reply = serializers.CharField()
-    think = serializers.CharField()
-    latency_ms = serializers.IntegerField(allow_null=True)
-    prompt_tokens = serializers.IntegerField(allow_null=True)
-    completion_tokens = serializers.IntegerField(allow_null=True)
-
-
-class ItemCandidatesOutput(serializers.Serializer):
-    anonymous = serializers.BooleanField(help_text="True when the caller sees the annotator's anonymized view.")
-    candidates = serializers.ListField(child=serializers.DictField())
-
-
-class ItemCandidatesApi(APIView):
-    """Leads and researchers get identities; annotators get "Candidate A/B/C" with fields only."""
-
-    @extend_schema(summary="An item's candidates (identified for leads/researchers, anonymized for annotators)",
-                   responses=ItemCandidatesOutput)
-    def get(self, request, slug, item_id):
-        project = project_get_for_user(
-            user=request.user, slug=slug, roles=[Role.LEAD, Role.RESEARCHER, Role.ANNOTATOR]
-        )
-        item = item_get_for_user(user=request.user, project=project, item_id=item_id)
-        if roles_of(user=request.user, project=project) & {Role.LEAD, Role.RESEARCHER}:
-            rows = IdentifiedCandidateOutput(candidates_with_identity(item=item), many=True).data
-            return Response({"anonymous": False, "candidates": rows})
-        annotator_item_check(user=request.user, item=item)
-        rows = AnonymousCandidateOutput(candidates_for_annotator(item=item, user=request.user), many=True).data
-        return Response({"anonymous": True, "candidates": rows})

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from core.errors import ServiceError
 
 from candidates.models import Candidate, Provider, ProviderKind
 from candidates.services import candidate_job_run_inline, candidate_job_start, provider_create
@@ -128,7 +128,7 @@ def demo_candidates_load(*, project: Project, lead=None) -> int:
     before = Candidate.objects.filter(item__project=project).count()
     try:
         job = candidate_job_start(project=project, user=lead, enqueue=False)
-    except ValidationError:
+    except ServiceError:
         return 0  # nothing new to do
     candidate_job_run_inline(job=job)
     return Candidate.objects.filter(item__project=project).count() - before

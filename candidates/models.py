@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Count, Q
 
+from core.models import Job, JobStatus
 from projects.models import Item, Project
 
 
@@ -56,35 +58,57 @@ class Provider(models.Model):
         return f"{self.name} ({self.kind}:{self.model})"
 
 
-class CandidateJob(models.Model):
-    class Status(models.TextChoices):
-        RUNNING = "running"
-        DONE = "done"
+class CandidateJob(Job):
+    """A lead's request for candidates (core.jobs). Its work is the CandidateTask rows: the job's
+    own task publishes them, each is run by its own Celery task, and the last one to finish
+    ends the job. Every task outcome renews the job's heartbeat, so a job whose tasks all went
+    silent (a killed worker, a lost message) is taken over: its task re-publishes what is left."""
+
+    kind = "candidates"
+    task_name = "candidates.run_job"
+    detail_template = "candidates/_job_detail.html"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="candidate_jobs")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     prompt_version = models.CharField(max_length=40, help_text="Prompt version every task of the job uses.")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name = "candidate job"
+
+    def provider_progress(self) -> list[dict]:
+        """done / failed / pending / running per provider, in one aggregate query."""
+        S = JobStatus
+        return list(
+            self.tasks.values("provider_id", "provider__name")
+            .annotate(
+                total=Count("id"),
+                done=Count("id", filter=Q(status=S.DONE)),
+                failed=Count("id", filter=Q(status=S.FAILED)),
+                pending=Count("id", filter=Q(status=S.PENDING)),
+                running=Count("id", filter=Q(status=S.RUNNING)),
+                cancelled=Count("id", filter=Q(status=S.CANCELLED)),
+            )
+            .order_by("provider__name", "provider_id")
+        )
+
+    def totals(self) -> dict[str, int]:
+        rows = self.provider_progress()
+        return {k: sum(r[k] for r in rows) for k in ("total", "done", "failed", "pending", "running", "cancelled")}
+
+    def failures(self, limit: int = 50):
+        return (self.tasks.filter(status=JobStatus.FAILED).select_related("provider")
+                .order_by("provider__name", "item_id")[:limit])
 
 
 class CandidateTask(models.Model):
-    """One unit of work: ask one provider about one item. Progress is counted over these rows."""
+    """One unit of work: ask one provider about one item, on the job mechanism's statuses."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
+    Status = JobStatus
 
     job = models.ForeignKey(CandidateJob, on_delete=models.CASCADE, related_name="tasks")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="candidate_tasks")
     provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="tasks")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PENDING, db_index=True)
     attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, help_text="Last error (shown to leads only).")
     lease_until = models.DateTimeField(

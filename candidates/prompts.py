@@ -120,42 +120,13 @@ PRESET_PARTS = {
 
 
 def _value_description(spec: dict) -> tuple[str, str]:
-    """(what a value looks like, the absence value) for one schema field."""
-    t = spec["type"]
-    absent = json.dumps(REGISTRY[t].absent(spec))
-    if t == "choice":
-        return "one of " + ", ".join(json.dumps(c) for c in spec["choices"]), absent
-    if t == "multichoice":
-        desc = "a list of one or more of " + ", ".join(json.dumps(c) for c in spec["choices"])
-        if spec.get("exclusive"):
-            desc += "; " + ", ".join(json.dumps(e) for e in spec["exclusive"]) + " only on its own"
-        return desc, absent
-    if t == "entity":
-        return "a short noun phrase naming who is targeted (e.g. \"Muslim people\")", absent
-    if t == "span":
-        return "the exact span copied character for character from the ITEM TEXT (no paraphrase, no correction)", absent
-    if t == "boxes":
-        return (
-            "a list of boxes [x1, y1, x2, y2], integers normalized to [0, 1000] of the image width and height, "
-            "(x1, y1) top-left and (x2, y2) bottom-right, x1 < x2 and y1 < y2, one box per visual instance",
-            absent,
-        )
-    if t == "textlist":
-        return "a list of short texts", absent
-    return "text", absent
+    """(what a value looks like, the absence value) for one schema field: asked of its type."""
+    ftype = REGISTRY[spec["type"]]
+    return ftype.prompt_value(spec), json.dumps(ftype.absent(spec))
 
 
 def _example_value(spec: dict):
-    t = spec["type"]
-    if t == "choice":
-        return " | ".join(spec["choices"])
-    if t == "multichoice":
-        return [spec["choices"][0]]
-    if t == "boxes":
-        return [["x1", "y1", "x2", "y2"]]
-    if t == "textlist":
-        return ["..."]
-    return "..."
+    return REGISTRY[spec["type"]].prompt_example(spec)
 
 
 def render_output_schema(schema_data: dict) -> str:

@@ -194,35 +194,11 @@ class JobProgress:
 
 
 def job_progress(*, job: CandidateJob) -> JobProgress:
-    """done / failed / pending per provider, in one aggregate query."""
-    S = CandidateTask.Status
-    rows = (
-        CandidateTask.objects.filter(job=job)
-        .values("provider_id", "provider__name")
-        .annotate(
-            total=Count("id"),
-            done=Count("id", filter=Q(status=S.DONE)),
-            failed=Count("id", filter=Q(status=S.FAILED)),
-            pending=Count("id", filter=Q(status=S.PENDING)),
-            running=Count("id", filter=Q(status=S.RUNNING)),
-        )
-        .order_by("provider__name", "provider_id")
-    )
-    return JobProgress(
-        job=job,
-        providers=[
-            ProviderProgress(
-                provider_id=r["provider_id"], provider_name=r["provider__name"], total=r["total"],
-                done=r["done"], failed=r["failed"], pending=r["pending"], running=r["running"],
-            )
-            for r in rows
-        ],
-    )
+    """done / failed / pending per provider (CandidateJob.provider_progress: one query)."""
+    return JobProgress(job=job, providers=[
+        ProviderProgress(provider_id=r["provider_id"], provider_name=r["provider__name"], total=r["total"],
+                         done=r["done"], failed=r["failed"], pending=r["pending"], running=r["running"])
+        for r in job.provider_progress()
+    ])
 
 
-def job_failures(*, job: CandidateJob, limit: int = 200):
-    return (
-        CandidateTask.objects.filter(job=job, status=CandidateTask.Status.FAILED)
-        .select_related("provider", "item")
-        .order_by("provider__name", "item_id")[:limit]
-    )

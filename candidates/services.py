@@ -12,10 +12,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
+
+from core.errors import Invalid
+from core.jobs import job_enqueue
+from core.models import ACTIVE, JobStatus
 
 from candidates.models import Candidate, CandidateJob, CandidateTask, Provider, ProviderKind
 from candidates.parsing import parse_reply
@@ -58,9 +62,9 @@ def _replay_path_clean(value: str) -> str:
     path = Path(value)
     path = (path if path.is_absolute() else root / path).resolve()
     if root != path and root not in path.parents:
-        raise ValidationError({"replay_path": f"The replay file must be inside {root}."})
+        raise Invalid("The replay file must be inside the var folder.", errors={"replay_path": f"must be inside {root}"})
     if not path.is_file():
-        raise ValidationError({"replay_path": f"No such file: {path}"})
+        raise Invalid("No such replay file.", errors={"replay_path": f"no such file: {path}"})
     return str(path)
 
 
@@ -103,8 +107,8 @@ def _provider_clean(*, project: Project, instance: Provider | None, name: str, k
         else:
             try:
                 replay_path = _replay_path_clean(replay_path)
-            except ValidationError as exc:
-                errors.update({k: v[0] for k, v in exc.message_dict.items()})
+            except Invalid as exc:
+                errors.update(exc.errors)
     else:
         replay_path = ""
     try:
@@ -120,7 +124,7 @@ def _provider_clean(*, project: Project, instance: Provider | None, name: str, k
     except (TypeError, ValueError):
         errors["timeout_seconds"] = f"Between 1 and {MAX_TIMEOUT_SECONDS:g} seconds."
     if errors:
-        raise ValidationError(errors)
+        raise Invalid(" ".join(errors.values()), errors=errors)
     return {
         "name": name, "kind": kind, "model": model, "base_url": base_url, "api_key_env": api_key_env,
         "replay_path": replay_path, "requests_per_minute": requests_per_minute, "timeout_seconds": timeout_seconds,
@@ -130,7 +134,7 @@ def _provider_clean(*, project: Project, instance: Provider | None, name: str, k
 def provider_create(*, project: Project, name: str, kind: str, model: str, base_url: str = "", api_key_env: str = "",
                     replay_path: str = "", requests_per_minute: int = 60, timeout_seconds: float = 60.0,
                     enabled: bool = True) -> Provider:
-    """Raises ValidationError({field: message}) on bad input; never stores an API key."""
+    """Raises Invalid with {field: message} on bad input; never stores an API key."""
     clean = _provider_clean(
         project=project, instance=None, name=name, kind=kind, model=model, base_url=base_url,
         api_key_env=api_key_env, replay_path=replay_path, requests_per_minute=requests_per_minute,
@@ -140,7 +144,8 @@ def provider_create(*, project: Project, name: str, kind: str, model: str, base_
         with transaction.atomic():
             return Provider.objects.create(project=project, enabled=enabled, **clean)
     except IntegrityError:
-        raise ValidationError({"name": "Another provider of this project has this name."}) from None
+        raise Invalid("Another provider of this project has this name.",
+                      errors={"name": "Another provider of this project has this name."}) from None
 
 
 def provider_update(*, provider: Provider, name: str, kind: str, model: str, base_url: str = "", api_key_env: str = "",
@@ -158,7 +163,8 @@ def provider_update(*, provider: Provider, name: str, kind: str, model: str, bas
         with transaction.atomic():
             provider.save()
     except IntegrityError:
-        raise ValidationError({"name": "Another provider of this project has this name."}) from None
+        raise Invalid("Another provider of this project has this name.",
+                      errors={"name": "Another provider of this project has this name."}) from None
     return provider
 
 
@@ -182,7 +188,8 @@ def parse_item_ids(text: str) -> list[int]:
             bad.append(token)
     if bad:
         shown = ", ".join(bad[:5]) + ("…" if len(bad) > 5 else "")
-        raise ValidationError(f"Not item ids: {shown}. Give numbers separated by commas or spaces.")
+        message = f"Not item ids: {shown}. Give numbers separated by commas or spaces."
+        raise Invalid(message, errors={"item_ids": message})
     return list(dict.fromkeys(ids))
 
 
@@ -194,32 +201,34 @@ def _items_for_job(*, project: Project, item_ids: list[int] | None) -> list[int]
     missing = [i for i in ids if i not in found]
     if missing:
         shown = ", ".join(map(str, missing[:10])) + ("…" if len(missing) > 10 else "")
-        raise ValidationError(f"No such item in this project: {shown}.")
+        message = f"No such item in this project: {shown}."
+        raise Invalid(message, errors={"item_ids": message})
     return ids
 
 
 def candidate_job_start(*, project: Project, user, item_ids: list[int] | None = None, enqueue: bool = True) -> CandidateJob:
-    """One task per (item, enabled provider), enqueued when the transaction commits.
+    """One task per (item, enabled provider); the job's own Celery task publishes them.
 
     ``item_ids=None`` means every item in stage ``new``. Pairs that already have a successful
     candidate for the current prompt version are recorded as done and not sent again.
     """
     providers = list(Provider.objects.filter(project=project, enabled=True).order_by("id"))
     if not providers:
-        raise ValidationError("No enabled provider: add or enable one on the providers page first.")
+        raise Invalid("No enabled provider: add or enable one on the providers page first.")
     ids = _items_for_job(project=project, item_ids=item_ids)
     if not ids:
-        raise ValidationError(
+        raise Invalid(
             "No item to generate candidates for: every item has left stage “new”. Select items by id to regenerate."
         )
     prompt = prompt_for_project(project)
     with transaction.atomic():
-        job = CandidateJob.objects.create(project=project, created_by=user, prompt_version=prompt.version)
+        job = CandidateJob.objects.create(project=project, created_by=user, prompt_version=prompt.version,
+                                          progress_total=len(ids) * len(providers))
         existing = set(
             Candidate.objects.filter(item_id__in=ids, provider__in=providers, prompt_version=prompt.version, parse_error="")
             .values_list("item_id", "provider_id")
         )
-        tasks = CandidateTask.objects.bulk_create([
+        CandidateTask.objects.bulk_create([
             CandidateTask(
                 job=job, item_id=item_id, provider=p,
                 status=CandidateTask.Status.DONE if (item_id, p.pk) in existing else CandidateTask.Status.PENDING,
@@ -228,67 +237,15 @@ def candidate_job_start(*, project: Project, user, item_ids: list[int] | None = 
             for p in providers
         ])
         if enqueue:
-            _publish_on_commit([t.pk for t in tasks if t.status == CandidateTask.Status.PENDING])
+            job_enqueue(job)
     candidate_job_finish_if_complete(job_id=job.pk)
     job.refresh_from_db()
     return job
 
 
-PUBLISH_CHUNK = 2000
-
-
-def _publish_on_commit(task_ids: list[int]) -> None:
-    """Hand the publishing to workers: a 10,000-item job is 30,000 messages, too many to send
-    from inside a web request."""
-    from candidates.tasks import candidate_tasks_publish_task
-
-    for start in range(0, len(task_ids), PUBLISH_CHUNK):
-        candidate_tasks_publish_task.delay_on_commit(task_ids[start: start + PUBLISH_CHUNK])
-
-
-def candidate_tasks_publish_ids(*, task_ids: list[int]) -> int:
-    """Publish the given tasks that are still pending; returns how many."""
-    tasks = list(CandidateTask.objects.filter(pk__in=task_ids, status=CandidateTask.Status.PENDING).order_by("id"))
-    providers = list(Provider.objects.filter(pk__in={t.provider_id for t in tasks}).order_by("id"))
-    candidate_tasks_publish(tasks=tasks, providers=providers)
-    return len(tasks)
-
-
-def candidate_tasks_publish(*, tasks: list[CandidateTask], providers: list[Provider]) -> None:
-    """Send the tasks' messages, each timed for its own rate-limit slot (call after commit).
-
-    Publishing everything at once would put hundreds of first attempts in the queue in front of
-    the re-scheduled messages whose slots are due, and those slots would pass unused. Instead
-    the slots within the horizon are reserved here in one step per provider and each message is
-    published for its slot; the rest come back when their turn is roughly half a horizon away.
-    """
-    from candidates.tasks import candidate_task_run
-    from concord.celery import app
-
-    by_provider: dict[int, list[CandidateTask]] = {}
-    for t in tasks:
-        by_provider.setdefault(t.provider_id, []).append(t)
-    with app.producer_or_acquire() as producer:  # one connection for the whole batch
-        for provider in providers:
-            group = by_provider.get(provider.pk, [])
-            if not group:
-                continue
-            if provider.kind == ProviderKind.REPLAY:
-                for t in group:
-                    candidate_task_run.apply_async(args=(t.pk,), producer=producer)
-                continue
-            batch = rate_limit_reserve_many(provider=provider, count=len(group), horizon=DEFAULT_HORIZON)
-            now, interval = time.time(), 60.0 / provider.requests_per_minute
-            for i, t in enumerate(group):
-                if i < len(batch.waits):
-                    candidate_task_run.apply_async(
-                        args=(t.pk,), kwargs={"slot_at": now + batch.waits[i]},
-                        countdown=max(0.0, batch.waits[i] - SLOT_LEAD), producer=producer,
-                    )
-                else:
-                    turn = batch.backlog + (i - len(batch.waits)) * interval
-                    countdown = max(0.0, turn - DEFAULT_HORIZON / 2) + random.uniform(0, DEFAULT_HORIZON / 8)
-                    candidate_task_run.apply_async(args=(t.pk,), countdown=countdown, producer=producer)
+def _job_heartbeat(job_id: int) -> None:
+    """A task outcome: the job is alive (see CandidateJob)."""
+    CandidateJob.objects.filter(pk=job_id, status__in=ACTIVE).update(heartbeat_at=timezone.now())
 
 
 def candidate_job_retry_failed(*, job: CandidateJob, enqueue: bool = True) -> int:
@@ -310,9 +267,10 @@ def candidate_job_retry_failed(*, job: CandidateJob, enqueue: bool = True) -> in
         CandidateTask.objects.filter(pk__in=[t.pk for t in failed]).update(
             status=CandidateTask.Status.PENDING, attempts=0, error="", lease_until=None, updated_at=timezone.now()
         )
-        CandidateJob.objects.filter(pk=job.pk).update(status=CandidateJob.Status.RUNNING, finished_at=None)
+        CandidateJob.objects.filter(pk=job.pk).update(status=CandidateJob.Status.PENDING, finished_at=None,
+                                                      cancel_requested=False, error="")
         if enqueue:
-            _publish_on_commit([t.pk for t in failed])
+            job_enqueue(job)
     job.refresh_from_db()
     return len(failed)
 
@@ -324,10 +282,18 @@ def candidate_job_finish_if_complete(*, job_id: int) -> bool:
     sees every other task's final status (READ COMMITTED), and the conditional update lets
     exactly one caller finish the job.
     """
-    if CandidateTask.objects.filter(job_id=job_id, status__in=PENDING_STATES).exists():
+    S = CandidateTask.Status
+    counts = CandidateTask.objects.filter(job_id=job_id).aggregate(
+        open=Count("id", filter=Q(status__in=PENDING_STATES)),
+        ended=Count("id", filter=Q(status__in=(S.DONE, S.FAILED, S.CANCELLED))),
+    )
+    now = timezone.now()
+    CandidateJob.objects.filter(pk=job_id, status__in=ACTIVE).update(progress_done=counts["ended"], heartbeat_at=now)
+    if counts["open"]:
         return False
-    finished = CandidateJob.objects.filter(pk=job_id, status=CandidateJob.Status.RUNNING).update(
-        status=CandidateJob.Status.DONE, finished_at=timezone.now()
+    cancelled = CandidateJob.objects.filter(pk=job_id, cancel_requested=True).exists()
+    finished = CandidateJob.objects.filter(pk=job_id, status__in=ACTIVE).update(
+        status=JobStatus.CANCELLED if cancelled else JobStatus.DONE, finished_at=now, heartbeat_at=now,
     )
     if finished:
         Item.objects.filter(
@@ -386,6 +352,9 @@ def candidate_task_release(*, task_id: int, error: str) -> None:
     CandidateTask.objects.filter(pk=task_id, status=CandidateTask.Status.RUNNING).update(
         status=CandidateTask.Status.PENDING, lease_until=None, error=error[:2000], updated_at=timezone.now()
     )
+    job_id = CandidateTask.objects.filter(pk=task_id).values_list("job_id", flat=True).first()
+    if job_id is not None:
+        _job_heartbeat(job_id)
 
 
 def candidate_task_fail(*, task_id: int, error: str) -> None:
@@ -441,6 +410,12 @@ def candidate_task_execute(*, task_id: int, slot_at: float | None = None) -> Out
     if task is None or task.status in (S.DONE, S.FAILED):
         return Outcome("skipped")
     provider, item = task.provider, task.item
+    if task.job.cancel_requested or task.job.status == JobStatus.CANCELLED:
+        CandidateTask.objects.filter(pk=task.pk, status__in=PENDING_STATES).update(
+            status=S.CANCELLED, lease_until=None, updated_at=timezone.now())
+        candidate_job_finish_if_complete(job_id=task.job_id)
+        return Outcome("skipped")
+    _job_heartbeat(task.job_id)
     if not provider.enabled:
         candidate_task_fail(task_id=task.pk, error="The provider was disabled.")
         return Outcome("failed", error="provider disabled")
@@ -504,13 +479,9 @@ def candidate_task_execute(*, task_id: int, slot_at: float | None = None) -> Out
     except ProviderError as exc:
         candidate_task_fail(task_id=task.pk, error=str(exc))
         return Outcome("failed", error=str(exc))
-    except Exception as exc:
-        from celery.exceptions import SoftTimeLimitExceeded
-
-        if isinstance(exc, SoftTimeLimitExceeded):
-            candidate_task_release(task_id=task.pk, error="the request exceeded the task's time limit")
-            return Outcome("retry", error="time limit")
-        raise
+    except SoftTimeLimitExceeded:
+        candidate_task_release(task_id=task.pk, error="the request exceeded the task's time limit")
+        return Outcome("retry", error="time limit")
 
     cand = candidate_store(
         item=item, provider=provider, prompt_version=prompt.version, reply_text=reply.text,

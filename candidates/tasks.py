@@ -9,8 +9,21 @@ import logging
 import random
 import time
 
-from celery import shared_task
+from celery import current_app, shared_task
 from celery.signals import worker_init
+
+from candidates.models import CandidateJob, CandidateTask, Provider, ProviderKind
+from candidates.ratelimit import DEFAULT_HORIZON, rate_limit_reserve_many
+from candidates.services import (
+    SLOT_LEAD,
+    Outcome,
+    candidate_job_finish_if_complete,
+    candidate_task_execute,
+    candidate_task_fail,
+    candidate_task_release,
+)
+from core.jobs import Progress, job_run
+from django.utils import timezone
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +67,6 @@ def _preload_sdks(**kwargs) -> None:
 
 @shared_task(name="candidates.generate_candidate", **TASK_OPTIONS)
 def candidate_task_run(self, task_id: int, slot_at: float | None = None) -> str:
-    from candidates.services import candidate_task_execute, candidate_task_fail
-
     eager = bool(self.request.is_eager)
     retries = self.request.retries or 0
     while True:
@@ -63,7 +74,6 @@ def candidate_task_run(self, task_id: int, slot_at: float | None = None) -> str:
             outcome = candidate_task_execute(task_id=task_id, slot_at=slot_at)
         except Exception as exc:  # a bug or a database outage: never leave the row "running"
             log.exception("candidate task %s crashed", task_id)
-            from candidates.services import Outcome, candidate_task_release
 
             try:
                 candidate_task_release(task_id=task_id, error=f"internal error: {type(exc).__name__}: {exc}")
@@ -95,14 +105,74 @@ def candidate_task_run(self, task_id: int, slot_at: float | None = None) -> str:
         return outcome.kind
 
 
-@shared_task(name="candidates.publish_tasks", acks_late=True, reject_on_worker_lost=True, max_retries=3,
+PUBLISH_CHUNK = 2000
+
+
+@shared_task(name="candidates.run_job", acks_late=True, reject_on_worker_lost=True, max_retries=0,
              soft_time_limit=570, time_limit=600, ignore_result=True)
-def candidate_tasks_publish_task(task_ids: list[int]) -> int:
-    """Publish a chunk of a job's tasks, each timed for its rate-limit slot.
+def candidate_job_task(job_id: int) -> str:
+    """The candidate job's own task (core.jobs): publish its unfinished tasks; also what the
+    sweeper re-sends when the job's tasks went silent (see CandidateJob)."""
+    job = job_run(CandidateJob, job_id, _publish_job)
+    return job.status if job is not None else "not claimed"
 
-    A redelivery publishes the still-pending ones again; their duplicates are harmless (status
-    guard, lease, unique constraint) and only cost rate-limit slots.
+
+def _publish_job(job: CandidateJob, progress: Progress) -> None:
+    """Running tasks whose lease expired go back to pending (their worker was lost), then every
+    pending task is published. Duplicates of a task already queued are harmless (status guard,
+    lease, unique constraint) and only cost rate-limit slots."""
+    now = timezone.now()
+    CandidateTask.objects.filter(job=job, status=CandidateTask.Status.RUNNING, lease_until__lt=now).update(
+        status=CandidateTask.Status.PENDING, lease_until=None, updated_at=now)
+    ids = list(CandidateTask.objects.filter(job=job, status=CandidateTask.Status.PENDING)
+               .order_by("id").values_list("id", flat=True))
+    progress(phase="publishing tasks", force=True)
+    for start in range(0, len(ids), PUBLISH_CHUNK):
+        candidate_tasks_publish_ids(task_ids=ids[start:start + PUBLISH_CHUNK])
+        progress(phase="publishing tasks")
+    progress(phase="calling providers", force=True)
+    candidate_job_finish_if_complete(job_id=job.pk)
+
+
+def candidate_tasks_publish_ids(*, task_ids: list[int]) -> int:
+    """Publish the given tasks that are still pending; returns how many."""
+    tasks = list(CandidateTask.objects.filter(pk__in=task_ids, status=CandidateTask.Status.PENDING).order_by("id"))
+    providers = list(Provider.objects.filter(pk__in={t.provider_id for t in tasks}).order_by("id"))
+    candidate_tasks_publish(tasks=tasks, providers=providers)
+    return len(tasks)
+
+
+def candidate_tasks_publish(*, tasks: list[CandidateTask], providers: list[Provider]) -> None:
+    """Send the tasks' messages, each timed for its own rate-limit slot (call after commit).
+
+    Publishing everything at once would put hundreds of first attempts in the queue in front of
+    the re-scheduled messages whose slots are due, and those slots would pass unused. Instead
+    the slots within the horizon are reserved here in one step per provider and each message is
+    published for its slot; the rest come back when their turn is roughly half a horizon away.
     """
-    from candidates.services import candidate_tasks_publish_ids
+    by_provider: dict[int, list[CandidateTask]] = {}
+    for t in tasks:
+        by_provider.setdefault(t.provider_id, []).append(t)
+    with current_app.producer_or_acquire() as producer:  # one connection for the whole batch
+        for provider in providers:
+            group = by_provider.get(provider.pk, [])
+            if not group:
+                continue
+            if provider.kind == ProviderKind.REPLAY:
+                for t in group:
+                    candidate_task_run.apply_async(args=(t.pk,), producer=producer)
+                continue
+            batch = rate_limit_reserve_many(provider=provider, count=len(group), horizon=DEFAULT_HORIZON)
+            now, interval = time.time(), 60.0 / provider.requests_per_minute
+            for i, t in enumerate(group):
+                if i < len(batch.waits):
+                    candidate_task_run.apply_async(
+                        args=(t.pk,), kwargs={"slot_at": now + batch.waits[i]},
+                        countdown=max(0.0, batch.waits[i] - SLOT_LEAD), producer=producer,
+                    )
+                else:
+                    turn = batch.backlog + (i - len(batch.waits)) * interval
+                    countdown = max(0.0, turn - DEFAULT_HORIZON / 2) + random.uniform(0, DEFAULT_HORIZON / 8)
+                    candidate_task_run.apply_async(args=(t.pk,), countdown=countdown, producer=producer)
 
-    return candidate_tasks_publish_ids(task_ids=task_ids)
+

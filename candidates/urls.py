@@ -7,8 +7,6 @@ api_urlpatterns = [
     path("projects/<slug:slug>/candidate-providers/", apis.ProviderListApi.as_view(), name="api_candidate_providers"),
     path("projects/<slug:slug>/candidate-jobs/", apis.CandidateJobStartApi.as_view(), name="api_candidate_job_start"),
     path("projects/<slug:slug>/candidate-jobs/<int:job_id>/", apis.CandidateJobApi.as_view(), name="api_candidate_job"),
-    path("projects/<slug:slug>/items/<int:item_id>/candidates/", apis.ItemCandidatesApi.as_view(),
-         name="api_item_candidates"),
 ]
 
 urlpatterns = [
@@ -21,6 +19,5 @@ urlpatterns = [
     path("p/<slug:slug>/candidates/jobs/<int:job_id>/", views.job_page, name="candidate_job"),
     path("p/<slug:slug>/candidates/jobs/<int:job_id>/retry/", views.job_retry, name="candidate_job_retry"),
     path("p/<slug:slug>/candidates/items/<int:item_id>/", views.item_candidates_page, name="candidate_item"),
-    path("p/<slug:slug>/items/<int:item_id>/candidates/", views.item_candidates_anonymous, name="candidate_item_anonymous"),
     path("api/", include(api_urlpatterns)),
 ]

@@ -6,22 +6,14 @@ import os
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from candidates.access import annotator_item_check, job_get_for_project, provider_get_for_project
+from candidates.access import job_get_for_project, provider_get_for_project
 from candidates.forms import ItemSelectionForm, ProviderForm
 from candidates.prompts import prompt_for_project
 from candidates.ratelimit import backend_name
-from candidates.selectors import (
-    candidate_history_with_identity,
-    candidates_for_annotator,
-    job_failures,
-    job_progress,
-    jobs_for_project,
-    providers_for_project,
-)
+from candidates.selectors import candidate_history_with_identity, jobs_for_project, providers_for_project
 from candidates.services import (
     candidate_job_retry_failed,
     candidate_job_start,
@@ -31,18 +23,12 @@ from candidates.services import (
     provider_set_enabled,
     provider_update,
 )
+from core.errors import Invalid
+from core.views import form_errors, service_errors
 from projects.access import item_get_for_user, project_get_for_user
 from projects.models import Item, Role, Stage
 
 LEAD = [Role.LEAD]
-
-
-def _apply_errors(form, exc: ValidationError) -> None:
-    if hasattr(exc, "error_dict"):
-        for field, errors in exc.message_dict.items():
-            form.add_error(field if field in form.fields else None, errors)
-    else:
-        form.add_error(None, exc.messages)
 
 
 def _provider_rows(project):
@@ -60,11 +46,8 @@ def providers_page(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
     form = ProviderForm(request.POST or None, initial={"enabled": True})
     if request.method == "POST" and form.is_valid():
-        try:
+        with form_errors(form):
             provider = provider_create(project=project, **form.cleaned_data)
-        except ValidationError as exc:
-            _apply_errors(form, exc)
-        else:
             messages.success(request, f"Provider {provider.name} added.")
             return redirect("candidate_providers", slug=project.slug)
     return render(request, "candidates/providers.html", {
@@ -80,11 +63,8 @@ def provider_edit(request, slug, provider_id):
     initial = {f: getattr(provider, f) for f in ProviderForm.base_fields}
     form = ProviderForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        try:
+        with form_errors(form):
             provider_update(provider=provider, **form.cleaned_data)
-        except ValidationError as exc:
-            _apply_errors(form, exc)
-        else:
             messages.success(request, f"Provider {provider.name} saved.")
             return redirect("candidate_providers", slug=project.slug)
     return render(request, "candidates/provider_form.html", {"project": project, "provider": provider, "form": form})
@@ -111,11 +91,8 @@ def jobs_page(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
     form = ItemSelectionForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
+        with form_errors(form):
             job = candidate_job_start(project=project, user=request.user, item_ids=_selected_ids(form))
-        except ValidationError as exc:
-            _apply_errors(form, exc)
-        else:
             messages.success(request, f"Candidate job {job.pk} started.")
             return redirect("candidate_job", slug=project.slug, job_id=job.pk)
     return render(request, "candidates/jobs.html", {
@@ -129,17 +106,14 @@ def jobs_page(request, slug):
 
 @login_required
 @require_POST
+@service_errors
 def skip_candidates(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
     form = ItemSelectionForm(request.POST)
-    try:
-        if not form.is_valid():
-            raise ValidationError("Bad item selection.")
-        n = items_start_annotation(project=project, item_ids=_selected_ids(form))
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, f"{n} item(s) moved to annotation without candidates.")
+    if not form.is_valid():
+        raise Invalid("Bad item selection: give item ids separated by commas or spaces.")
+    n = items_start_annotation(project=project, item_ids=_selected_ids(form))
+    messages.success(request, f"{n} item(s) moved to annotation without candidates.")
     return redirect("candidate_jobs", slug=project.slug)
 
 
@@ -147,9 +121,7 @@ def skip_candidates(request, slug):
 def job_page(request, slug, job_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
     job = job_get_for_project(project=project, job_id=job_id)
-    context = {"project": project, "progress": job_progress(job=job), "failures": job_failures(job=job, limit=50)}
-    template = "candidates/job.html#progress" if request.htmx else "candidates/job.html"
-    return render(request, template, context)
+    return render(request, "candidates/job.html", {"project": project, "job": job})
 
 
 @login_required
@@ -172,33 +144,3 @@ def item_candidates_page(request, slug, item_id):
     })
 
 
-@login_required
-def item_candidates_anonymous(request, slug, item_id):
-    """The annotator's view: "Candidate A/B/C" with schema fields only (an htmx fragment)."""
-    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR])
-    item = item_get_for_user(user=request.user, project=project, item_id=item_id)
-    annotator_item_check(user=request.user, item=item)
-    return render(request, "candidates/_anonymous.html#candidates", {
-        "project": project, "item": item,
-        "candidates": anonymous_rows(schema=project.get_schema(), candidates=candidates_for_annotator(item=item, user=request.user)),
-    })
-
-
-def anonymous_rows(*, schema, candidates) -> list[dict]:
-    """Display rows for anonymized candidates: built only from letter + normalized fields."""
-    rows = []
-    for cand in candidates:
-        values = []
-        for spec in schema.fields:
-            if spec["name"] not in cand.fields:
-                continue
-            value = cand.fields[spec["name"]]
-            if spec["type"] == "boxes":
-                shown = "; ".join("[" + ", ".join(map(str, b)) + "]" for b in value) or "—"
-            elif isinstance(value, list):
-                shown = ", ".join(map(str, value)) or "—"
-            else:
-                shown = "—" if value is None else str(value)
-            values.append({"name": spec["name"], "label": spec.get("label") or spec["name"], "value": shown})
-        rows.append({"letter": cand.letter, "values": values, "json": json.dumps(cand.fields, ensure_ascii=False)})
-    return rows

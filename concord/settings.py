@@ -40,12 +40,14 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
+    "core",
     "projects",
     "candidates",
     "annotation",
     "adjudication",
-    "exports",
+    "workflow",
     "quality",
+    "exports",
 ]
 
 MIDDLEWARE = [
@@ -131,6 +133,11 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 CONCORD_MAX_UPLOAD_BYTES = env_int("CONCORD_MAX_UPLOAD_BYTES", 2 * 1024**3, minimum=1)
 CONCORD_MAX_IMAGE_BYTES = env_int("CONCORD_MAX_IMAGE_BYTES", 20 * 1024**2, minimum=1)
 CONCORD_MAX_IMAGE_PIXELS = env_int("CONCORD_MAX_IMAGE_PIXELS", 40_000_000, minimum=1)
+# Manifests are streamed; each of these refuses a row (or the rest of the manifest) with a reason.
+CONCORD_IMPORT_MAX_ROWS = env_int("CONCORD_IMPORT_MAX_ROWS", 1_000_000, minimum=1)
+CONCORD_IMPORT_MAX_ROW_BYTES = env_int("CONCORD_IMPORT_MAX_ROW_BYTES", 64 * 1024, minimum=1024)
+CONCORD_IMPORT_MAX_METADATA_BYTES = env_int("CONCORD_IMPORT_MAX_METADATA_BYTES", 16 * 1024, minimum=2)
+CONCORD_MAX_TEXT_LENGTH = env_int("CONCORD_MAX_TEXT_LENGTH", 10_000, minimum=1)
 
 REDIS_URL = env_str("REDIS_URL")
 BROKER_DIR = VAR_DIR / "broker"
@@ -158,7 +165,10 @@ if CELERY_BROKER_URL == "filesystem://":
         "store_processed": False,
     }
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    # Redelivery of an unacknowledged message waits this long: longer than any task's hard time
+    # limit, so a running job is never delivered twice. A killed worker's job does not wait for
+    # it: its heartbeat goes stale and the sweeper re-sends it (README "Jobs").
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 7200, minimum=60)}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -168,6 +178,13 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimu
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Liveness of a running job (core.jobs): a job whose heartbeat is older than the lease lost its
+# worker and is taken over. Jobs renew it at every progress report (at least every few seconds).
+CONCORD_JOB_LEASE_SECONDS = env_int("CONCORD_JOB_LEASE_SECONDS", 120, minimum=1)
+CONCORD_JOB_SWEEP_SECONDS = env_int("CONCORD_JOB_SWEEP_SECONDS", 30, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-jobs": {"task": "core.sweep_jobs", "schedule": float(CONCORD_JOB_SWEEP_SECONDS)},
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -176,7 +193,13 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "core.pagination.StrictLimitOffsetPagination",
+    "DEFAULT_PARSER_CLASSES": [
+        "core.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "core.apis.exception_handler",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"user": "10000/hour"},
 }

@@ -20,6 +20,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include(api)),
     path("", include("annotation.urls")),
+    path("", include("workflow.urls")),
     path("", include("adjudication.urls")),
     path("", include("projects.urls")),
     path("", include("exports.urls")),

@@ -3,7 +3,6 @@ export jobs. Researchers and leads read releases; only leads start builds; a pro
 is not a member of answers 404 (projects.access)."""
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -25,9 +24,10 @@ from exports.selectors import (
     release_records,
     releases_for_project,
 )
-from exports.services import ExportBusy, export_job_start
+from exports.services import export_job_start
 from exports.splitting import SPLITS
 from exports.views import LEAD, RELEASE_READERS
+from core.apis import ErrorOutput, JobOutput
 from projects.access import project_get_for_user
 
 CONTENT_TYPES = {
@@ -189,34 +189,23 @@ class ReleaseDiffApi(APIView):
         return Response(ReleaseDiffOutput(release_diff(old=old, new=new, limit=5000)).data)
 
 
-class ExportJobOutput(serializers.ModelSerializer):
-    percent = serializers.IntegerField(read_only=True)
-    release = serializers.SerializerMethodField()
-
-    class Meta:
-        model = ExportJob
-        fields = ["id", "status", "phase", "progress_done", "progress_total", "percent", "error", "created_at",
-                  "started_at", "finished_at", "release"]
+class ExportJobOutput(JobOutput):
+    release = serializers.SerializerMethodField(help_text="Number of the published release, once done.")
 
     def get_release(self, obj) -> int | None:
         return obj.release.number if obj.release_id else None
 
 
 class ExportJobStartApi(APIView):
-    @extend_schema(request=None, responses={202: ExportJobOutput})
+    @extend_schema(request=None, responses={202: ExportJobOutput, 400: ErrorOutput, 409: ErrorOutput})
     def post(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-        try:
-            job = export_job_start(project=project, user=request.user)
-        except DjangoValidationError as exc:
-            return Response({"detail": " ".join(exc.messages)}, status=status.HTTP_400_BAD_REQUEST)
-        except ExportBusy as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        job = export_job_start(project=project, user=request.user)
         return Response(ExportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
 
 
 class ExportJobApi(APIView):
-    @extend_schema(responses=ExportJobOutput)
+    @extend_schema(responses={200: ExportJobOutput, 404: ErrorOutput})
     def get(self, request, slug, job_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
         return Response(ExportJobOutput(export_job_get_for_project(project=project, job_id=job_id)).data)

@@ -137,7 +137,7 @@ def _write_records(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms:
             "category_field": category_field["name"] if category_field else None,
             "bbox": "pixels [x, y, width, height]; bbox_normalized_1000 = [x1, y1, x2, y2] in [0, 1000]",
         })
-    counts = {"by_split": Counter(), "gold": {f["name"]: Counter() for f in fields if f["type"] == "choice"},
+    counts = {"by_split": Counter(), "gold": {f["name"]: Counter() for f in fields if "counted" in REGISTRY[f["type"]].roles},
               "images_included": 0, "images_referenced": 0, "boxes": 0}
     data_as_of = None
     done = 0

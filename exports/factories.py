@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 from adjudication.services import adjudication_next, gold_decide
 from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, items_open, ready
-from annotation.services import annotation_submit, assignment_claim_next
+from annotation.services import assignment_claim_next
+from workflow.services import annotation_submit
 from projects.models import Item, Project
 
 
@@ -78,7 +79,7 @@ def as_png(data: bytes) -> bytes:
 def items_import(project: Project, folder, rows: list[dict]) -> list[Item]:
     """Import rows {source_id, data (image bytes), text, redistributable?, ext?} in order."""
     from projects.factories import source_write
-    from projects.services import import_job_create, import_job_run
+    from projects.imports import import_job_create, import_job_run
 
     manifest, files = [], {}
     for r in rows:

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from core.models import Job
 from projects.models import Item, Project
 
 
@@ -48,65 +49,44 @@ class NearDuplicatePair(models.Model):
         return f"pair {self.item_a_id}-{self.item_b_id} d={self.distance} ({self.status})"
 
 
-class DedupScan(models.Model):
-    class Status(models.TextChoices):
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
+class DedupScan(Job):
+    """One run of the near-duplicate pair search over a project (core.jobs)."""
+
+    kind = "near-duplicates"
+    task_name = "exports.detect_near_duplicates"
+    detail_template = "exports/_scan_detail.html"
+    readers = ("lead", "reviewer")
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="dedup_scans")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     threshold = models.PositiveSmallIntegerField()
     items_scanned = models.PositiveIntegerField(default=0)
     max_item_id = models.BigIntegerField(default=0, help_text="Largest item id seen: later items are not scanned yet.")
     pairs_found = models.PositiveIntegerField(default=0)
     pairs_new = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    started_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-started_at", "-id"]
-
-
-class ExportJob(models.Model):
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="export_jobs")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
-    phase = models.CharField(max_length=40, blank=True, help_text="What the build is doing now.")
-    progress_done = models.PositiveBigIntegerField(default=0)
-    progress_total = models.PositiveBigIntegerField(default=0)
-    error = models.TextField(blank=True, help_text="Why the build failed (nothing was published).")
-    release = models.OneToOneField("Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name = "near-duplicate scan"
+
+
+class ExportJob(Job):
+    """A lead's request to build a release (core.jobs); publishes atomically or not at all."""
+
+    kind = "release"
+    task_name = "exports.build_release"
+    detail_template = "exports/_build_detail.html"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="export_jobs")
+    release = models.OneToOneField("Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "release build"
         constraints = [
             # One build at a time per project: two builds would race for the same number.
             models.UniqueConstraint(fields=["project"], condition=Q(status__in=["pending", "running"]),
                                     name="one_active_export_job_per_project"),
         ]
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (self.Status.DONE, self.Status.FAILED)
-
-    @property
-    def percent(self) -> int:
-        if self.status == self.Status.DONE:
-            return 100
-        if not self.progress_total:
-            return 0
-        return min(100, round(100 * self.progress_done / self.progress_total))
 
 
 class Release(models.Model):

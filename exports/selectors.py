@@ -28,6 +28,7 @@ from exports.splitting import (
     integrity_check,
     stratified_group_split,
 )
+from projects.fieldtypes import REGISTRY
 from projects.models import Item, Project, Stage
 
 NONE_LABEL = "(none)"
@@ -105,20 +106,24 @@ def items_not_scanned(*, project: Project) -> int:
 # Split plan
 # ------------------------------------------------------------------------------------------
 
+def _with_role(schema: dict, role: str) -> list[dict]:
+    return [f for f in schema["fields"] if role in REGISTRY[f["type"]].roles]
+
+
 def strata_fields(schema: dict) -> list[str]:
-    """Stratification fields: the schema's first two choice fields (meme3w: label and
-    target_category; aha: is_hateful). No choice field: one stratum."""
-    return [f["name"] for f in schema["fields"] if f["type"] == "choice"][:2]
+    """Stratification fields: the schema's first two fields whose type is a stratum (choices;
+    meme3w: label and target_category; aha: is_hateful). None: one stratum."""
+    return [f["name"] for f in _with_role(schema, "stratum")][:2]
 
 
 def coco_fields(schema: dict) -> tuple[dict | None, dict | None]:
-    """(boxes field, category field) for coco.json. The category is the choice field shown under
-    the same condition as the boxes (meme3w: target_category), else the second choice field."""
-    fields = schema["fields"]
-    boxes = next((f for f in fields if f["type"] == "boxes"), None)
+    """(region field, category field) for coco.json. The category is the category-typed field
+    shown under the same condition as the boxes (meme3w: target_category), else the second one."""
+    regions = _with_role(schema, "region")
+    boxes = regions[0] if regions else None
     if boxes is None:
         return None, None
-    choices = [f for f in fields if f["type"] == "choice"]
+    choices = _with_role(schema, "category")
     same_condition = [f for f in choices if f.get("visible_if") and f.get("visible_if") == boxes.get("visible_if")]
     category = same_condition[0] if same_condition else (choices[1] if len(choices) > 1 else None)
     return boxes, category

@@ -10,7 +10,6 @@ urlpatterns = [
     path("p/<slug:slug>/splits/", views.splits_page, name="splits_page"),
     path("p/<slug:slug>/releases/", views.releases_page, name="releases_page"),
     path("p/<slug:slug>/releases/build/", views.release_build_start, name="release_build_start"),
-    path("p/<slug:slug>/releases/jobs/<int:job_id>/", views.export_job_partial, name="export_job_partial"),
     path("p/<slug:slug>/releases/diff/", views.release_diff_page, name="release_diff_page"),
     path("p/<slug:slug>/releases/v<int:number>/", views.release_page, name="release_page"),
     path("account/api-token/", views.api_token_page, name="api_token"),

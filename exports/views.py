@@ -3,9 +3,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -28,13 +26,14 @@ from exports.selectors import (
     split_plan,
 )
 from exports.services import (
-    ExportBusy,
-    StaleReview,
     api_token_get_or_create,
     api_token_regenerate,
     export_job_start,
     near_duplicate_pair_review,
+    near_duplicates_scan_start,
 )
+from core.errors import ServiceError
+from core.views import service_errors
 from projects.access import project_get_for_user
 from projects.models import Role
 
@@ -77,10 +76,8 @@ def duplicate_review(request, slug, pair_id):
             pair=pair, reviewer=request.user, decision=request.POST.get("decision", ""),
             expected_status=request.POST.get("expected_status", ""),
         )
-    except ValidationError as exc:
-        status, error = 400, "; ".join(exc.messages)
-    except StaleReview as exc:
-        status, error = 409, str(exc)
+    except ServiceError as exc:  # the pair's card shows the error and the pair's current state
+        status, error = exc.status, exc.message
         pair = pair_get_for_project(project=project, pair_id=pair_id)
     pair.group = candidate_groups(project=project).get(pair.item_a_id)
     if not request.htmx:
@@ -95,9 +92,7 @@ def duplicate_review(request, slug, pair_id):
 @require_POST
 def duplicates_scan(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-    from exports.tasks import near_duplicates_detect_task
-
-    transaction.on_commit(lambda: near_duplicates_detect_task.delay(project.pk))
+    near_duplicates_scan_start(project=project, user=request.user)
     messages.info(request, "Near-duplicate scan started; new pairs appear in the queue when it finishes.")
     return redirect("duplicates_page", slug=project.slug)
 
@@ -127,27 +122,12 @@ def releases_page(request, slug):
 
 @login_required
 @require_POST
+@service_errors
 def release_build_start(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-    try:
-        export_job_start(project=project, user=request.user)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    except ExportBusy as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.info(request, "Release build started.")
+    export_job_start(project=project, user=request.user)
+    messages.info(request, "Release build started.")
     return redirect("releases_page", slug=project.slug)
-
-
-@login_required
-@require_GET
-def export_job_partial(request, slug, job_id):
-    """The job's progress card; htmx polls it every second until the job has finished."""
-    project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-    job = export_job_get_for_project(project=project, job_id=job_id)
-    files = release_files(job.release) if job.release is not None else []
-    return render(request, "exports/releases.html#job", {"project": project, "job": job, "files": files})
 
 
 @login_required

@@ -180,7 +180,7 @@ TAIL_COLUMNS = [
 def records_arrow_schema(fields: list[dict]) -> pa.Schema:
     """Parquet schema of records.parquet for a project schema's ``fields``."""
     # Each field type owns its export form, Parquet column type included (projects.fieldtypes).
-    gold = pa.struct([(f["name"], REGISTRY[f["type"]].arrow_type()) for f in fields])
+    gold = pa.struct([(f["name"], REGISTRY[f["type"]].arrow_type(f)) for f in fields])
     return pa.schema([*BASE_COLUMNS, ("gold", gold), *TAIL_COLUMNS])
 
 
@@ -202,7 +202,7 @@ class ParquetRecordsWriter:
         self._scalar_columns = [name for name, _ in BASE_COLUMNS if name != "image"] + [name for name, _ in TAIL_COLUMNS]
         self._batch_rows = batch_rows
         self._convert_rows = min(convert_rows, batch_rows)
-        dictionary = DICTIONARY_COLUMNS + [f"gold.{f['name']}" for f in fields if f["type"] in ("choice", "entity")]
+        dictionary = DICTIONARY_COLUMNS + [f"gold.{f['name']}" for f in fields if "dictionary" in REGISTRY[f["type"]].roles]
         self._writer = pq.ParquetWriter(str(self.path), self.schema, use_dictionary=dictionary, **PARQUET_OPTIONS)
         self._batches: list[pa.RecordBatch] = []
         self._arrow_rows = 0

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
@@ -8,9 +7,12 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.apis import ErrorOutput, JobOutput
+from core.jobs import job_cancel
 from projects.access import project_get_for_user, projects_for_user
+from projects.imports import import_job_start
 from projects.models import ImportJob, Project, Role
-from projects.services import import_job_create, upload_save
+from projects.selectors import job_get_for_project
 
 
 class ProjectOutput(serializers.ModelSerializer):
@@ -43,50 +45,55 @@ class ProjectDetailApi(APIView):
         return Response(ProjectDetailOutput(project).data)
 
 
-class ImportJobOutput(serializers.ModelSerializer):
-    class Meta:
-        model = ImportJob
-        fields = [
-            "id", "source_name", "status", "created_at", "finished_at", "rows_total", "rows_done",
-            "imported", "already_present", "exact_duplicates", "errors", "message",
-        ]
+class ImportJobOutput(JobOutput):
+    source_name = serializers.CharField()
+    imported = serializers.IntegerField()
+    already_present = serializers.IntegerField()
+    exact_duplicates = serializers.IntegerField()
+    refused = serializers.IntegerField()
+    errors = serializers.ListField(child=serializers.DictField(),
+                                   help_text="The first problems of each kind: {row, kind, reason, source_id, image}.")
+    error_counts = serializers.DictField(child=serializers.IntegerField(), help_text="{kind: rows refused}.")
 
 
 class ImportStartInput(serializers.Serializer):
     file = serializers.FileField(help_text="zip with images and manifest.jsonl / manifest.csv")
 
-    def validate_file(self, f):
-        if not f.name.lower().endswith(".zip"):
-            raise serializers.ValidationError("upload a .zip file holding the images and a manifest")
-        return f
-
 
 class ImportStartApi(APIView):
     parser_classes = [MultiPartParser]
 
-    @extend_schema(request=ImportStartInput, responses={202: ImportJobOutput})
+    @extend_schema(request=ImportStartInput, responses={202: ImportJobOutput, 400: ErrorOutput, 413: ErrorOutput})
     def post(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
         data = ImportStartInput(data=request.data)
         data.is_valid(raise_exception=True)
-        upload = data.validated_data["file"]
-        try:
-            path = upload_save(uploaded_file=upload)
-        except ValueError as exc:
-            raise serializers.ValidationError({"file": [str(exc)]}) from exc
-        from projects.tasks import import_job_task
-
-        with transaction.atomic():
-            job = import_job_create(project=project, user=request.user, source_name=upload.name, upload_path=path)
-            transaction.on_commit(lambda: import_job_task.delay(job.pk))
+        job = import_job_start(project=project, user=request.user, uploaded_file=data.validated_data["file"])
         return Response(ImportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
 
 
 class ImportJobApi(APIView):
-    @extend_schema(responses=ImportJobOutput)
+    @extend_schema(responses={200: ImportJobOutput, 404: ErrorOutput})
     def get(self, request, slug, job_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
-        job = ImportJob.objects.filter(project=project, pk=job_id).first()
-        if job is None:
-            return Response({"detail": "No such import job."}, status=status.HTTP_404_NOT_FOUND)
+        job = job_get_for_project(user=request.user, project=project, kind=ImportJob.kind, job_id=job_id)
         return Response(ImportJobOutput(job).data)
+
+
+class JobApi(APIView):
+    """Any job of the project, in the one job representation (pending/running/done/failed/cancelled)."""
+
+    @extend_schema(responses={200: JobOutput, 403: ErrorOutput, 404: ErrorOutput})
+    def get(self, request, slug, kind, job_id):
+        project = project_get_for_user(user=request.user, slug=slug)
+        return Response(JobOutput(job_get_for_project(user=request.user, project=project, kind=kind, job_id=job_id)).data)
+
+
+class JobCancelApi(APIView):
+    """Cancel a job: a queued or stalled one ends at once, a running one at its next progress report."""
+
+    @extend_schema(request=None, responses={200: JobOutput, 403: ErrorOutput, 404: ErrorOutput})
+    def post(self, request, slug, kind, job_id):
+        project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
+        job = job_get_for_project(user=request.user, project=project, kind=kind, job_id=job_id)
+        return Response(JobOutput(job_cancel(job)).data)

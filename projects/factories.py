@@ -10,7 +10,8 @@ from django.contrib.auth import get_user_model
 from PIL import Image, ImageDraw
 
 from projects.models import Item, Project
-from projects.services import import_job_create, import_job_run, membership_add, project_create
+from projects.imports import import_job_create, import_job_run
+from projects.services import membership_add, project_create
 
 PASSWORD = "correct-horse-battery-staple"
 

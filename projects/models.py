@@ -4,6 +4,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from core.models import Job
+
 
 class Role(models.TextChoices):
     ANNOTATOR = "annotator", "Annotator"
@@ -125,30 +127,35 @@ class Item(models.Model):
         return f"item {self.pk} ({self.source_id or self.import_key[:8]})"
 
 
-class ImportJob(models.Model):
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
+class ImportJob(Job):
+    """An import of a folder or zip (projects.imports). Rows commit one by one; the job's
+    counters and ``progress_done`` (rows read) are checkpointed together, so a job taken over
+    from a lost worker resumes after the last checkpoint (rows are idempotent anyway)."""
+
+    kind = "import"
+    task_name = "projects.import_items"
+    detail_template = "projects/_import_detail.html"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     source_name = models.CharField(max_length=300, help_text="Uploaded file name or path.")
-    upload_path = models.CharField(max_length=500, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    rows_total = models.PositiveIntegerField(default=0)
-    rows_done = models.PositiveIntegerField(default=0)
+    source_path = models.CharField(max_length=500, blank=True, help_text="Folder or zip the rows are read from.")
+    upload_path = models.CharField(max_length=500, blank=True,
+                                   help_text="Temporary upload, deleted when the job ends (never served).")
     imported = models.PositiveIntegerField(default=0)
     already_present = models.PositiveIntegerField(default=0)
     exact_duplicates = models.PositiveIntegerField(default=0)
-    errors = models.JSONField(default=list, help_text="[{row, source_id, reason}] for every refused row.")
-    message = models.TextField(blank=True, help_text="Why the whole import failed, if it did.")
+    refused = models.PositiveIntegerField(default=0, help_text="Rows refused, all kinds together.")
+    errors = models.JSONField(default=list, help_text="[{row, source_id, image, reason, kind}]: the first "
+                              "problems of each kind (see error_counts for the totals).")
+    error_counts = models.JSONField(default=dict, help_text="{kind: number of rows refused for it}.")
 
     class Meta:
-        ordering = ["-created_at"]
+        ordering = ["-created_at", "-id"]
+        verbose_name = "import"
+
+    @property
+    def title(self) -> str:
+        return self.source_name
 
 
 class WorkerHeartbeat(models.Model):

@@ -6,6 +6,8 @@ memecap: memecap.txt (literal caption, visual metaphors, meme captions).
 """
 from __future__ import annotations
 
+from metrics.entity import TABLE8_LEXICON
+
 MEME3W_CATEGORIES = ["group background", "religion and caste", "gender", "health condition"]
 
 MEME3W_GUIDELINE = """\
@@ -171,7 +173,8 @@ MEMECAP_SCHEMA = {
 }
 
 PRESETS = {
-    "meme3w": {"schema": MEME3W_SCHEMA, "guideline": MEME3W_GUIDELINE, "annotators_per_item": 2},
+    "meme3w": {"schema": MEME3W_SCHEMA, "guideline": MEME3W_GUIDELINE, "annotators_per_item": 2,
+               "lexicon": {"entries": TABLE8_LEXICON, "note": "Seeded from Meme3W Table 8"}},
     "aha": {"schema": AHA_SCHEMA, "guideline": AHA_GUIDELINE, "annotators_per_item": 3},
     "memecap": {"schema": MEMECAP_SCHEMA, "guideline": MEMECAP_GUIDELINE, "annotators_per_item": 2},
 }

@@ -45,6 +45,10 @@ class Schema:
             if spec.get("type") not in REGISTRY:
                 raise SchemaError(f"field {name!r}: unknown type {spec.get('type')!r} (known: {', '.join(REGISTRY)})")
             REGISTRY[spec["type"]].check_spec(spec)
+            threshold = spec.get("threshold")
+            if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                          or not 0 <= threshold <= 1):
+                raise SchemaError(f"field {name!r}: threshold must be a number between 0 and 1")
             cond = spec.get("visible_if")
             if cond is not None:
                 if (
@@ -56,6 +60,10 @@ class Schema:
                         f"field {name!r}: visible_if must name an earlier field and list values under 'in'"
                     )
             self.by_name[name] = spec
+        for spec in self.fields:
+            target = spec.get("link_to")
+            if target is not None and (target not in self.by_name or self.by_name[target]["type"] != spec["type"]):
+                raise SchemaError(f"field {spec['name']!r}: link_to must name another field of type {spec['type']!r}")
 
     def type_of(self, name: str) -> FieldType:
         return REGISTRY[self.by_name[name]["type"]]
@@ -100,7 +108,7 @@ class Schema:
             name, ftype = spec["name"], REGISTRY[spec["type"]]
             raw = values.get(name, ftype.absent(spec))
             visible = self.is_visible(spec, clean)
-            if ftype.is_absent(spec, raw) or (isinstance(raw, str) and not raw.strip() and spec["type"] != "span"):
+            if ftype.is_absent(spec, raw) or (isinstance(raw, str) and not raw.strip() and ftype.blank_is_absent):
                 if visible and spec.get("required"):
                     errors[name] = "is required"
                 clean[name] = ftype.absent(spec)
@@ -115,6 +123,12 @@ class Schema:
             except FieldError as exc:
                 errors[name] = str(exc)
                 clean[name] = ftype.absent(spec)
+        for spec in self.fields:  # cross-field rules, once every field is clean
+            name = spec["name"]
+            if name not in errors:
+                problem = REGISTRY[spec["type"]].validate_record(spec, clean[name], clean)
+                if problem:
+                    errors[name] = problem
         return ValidationResult(clean, errors)
 
     def normalize_candidate(self, raw: dict, *, item_text: str = "") -> tuple[dict, list[dict]]:
@@ -147,6 +161,12 @@ class Schema:
             for note in notes:
                 removed.append({"field": name, "reason": note, "value": None, "partial": True})
             out[name] = clean
+        for spec in self.fields:  # cross-field rules (e.g. checklist links): the field goes, with the reason
+            name = spec["name"]
+            if name in out:
+                problem = REGISTRY[spec["type"]].validate_record(spec, out[name], out)
+                if problem:
+                    removed.append({"field": name, "reason": problem, "value": out.pop(name)})
         return out, removed
 
     def compare(self, a: dict, b: dict, *, thresholds: dict | None = None, lexicon: dict | None = None) -> dict[str, str]:

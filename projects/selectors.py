@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
+from django.http import Http404
 
-from projects.models import ImportJob, Item, Membership, Project
+from core.jobs import job_models
+from core.models import Job
+from projects.access import roles_of
+from projects.models import ImportJob, Item, Membership, Project, Role
 
 
 def project_stage_counts(*, project: Project) -> dict[str, int]:
@@ -16,3 +21,17 @@ def memberships_for_user(*, user):
 
 def import_jobs_for_project(*, project: Project, limit: int = 20):
     return ImportJob.objects.filter(project=project).select_related("created_by")[:limit]
+
+
+def job_get_for_project(*, user, project: Project, kind: str, job_id) -> Job:
+    """A job of any kind of ``project``, for a member whose role may read that kind (404 for
+    unknown kinds and other projects' jobs, 403 for other roles)."""
+    model = next((m for m in job_models() if m.kind == kind), None)
+    if model is None:
+        raise Http404("No such kind of job")
+    if not roles_of(user=user, project=project) & ({*model.readers, Role.LEAD}):
+        raise PermissionDenied("Your role in this project does not allow this")
+    try:
+        return model.objects.select_related("created_by").get(project=project, pk=int(job_id))
+    except (model.DoesNotExist, ValueError, TypeError, OverflowError):
+        raise Http404("No such job") from None

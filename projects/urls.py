@@ -6,7 +6,8 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
     path("p/<slug:slug>/import/", views.import_page, name="import_page"),
-    path("p/<slug:slug>/import/<int:job_id>/", views.import_job_partial, name="import_job_partial"),
+    path("p/<slug:slug>/jobs/<slug:kind>/<int:job_id>/", views.job_partial, name="job_partial"),
+    path("p/<slug:slug>/jobs/<slug:kind>/<int:job_id>/cancel", views.job_cancel_view, name="job_cancel"),
     path("p/<slug:slug>/items/<int:item_id>/image", views.item_image, name="item_image"),
 ]
 
@@ -15,4 +16,6 @@ api_urlpatterns = [
     path("projects/<slug:slug>/", apis.ProjectDetailApi.as_view(), name="api_project"),
     path("projects/<slug:slug>/imports/", apis.ImportStartApi.as_view(), name="api_import_start"),
     path("projects/<slug:slug>/imports/<int:job_id>/", apis.ImportJobApi.as_view(), name="api_import_job"),
+    path("projects/<slug:slug>/jobs/<slug:kind>/<int:job_id>/", apis.JobApi.as_view(), name="api_job"),
+    path("projects/<slug:slug>/jobs/<slug:kind>/<int:job_id>/cancel", apis.JobCancelApi.as_view(), name="api_job_cancel"),
 ]

@@ -2,19 +2,24 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.http import FileResponse, Http404
-from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods, require_POST
 
+from core.jobs import job_cancel
+from core.views import form_errors
 from projects.access import item_get_for_user, project_get_for_user
 from projects.forms import ImportUploadForm
 from projects.imaging import CONTENT_TYPES, image_path
-from projects.models import ImportJob, Role, Stage
-from projects.selectors import import_jobs_for_project, memberships_for_user, project_stage_counts
-from projects.services import import_job_create, upload_save
+from projects.imports import import_job_start
+from projects.models import Role, Stage
+from projects.selectors import import_jobs_for_project, job_get_for_project, memberships_for_user, project_stage_counts
 
 
 @login_required
@@ -42,29 +47,44 @@ def import_page(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
     form = ImportUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        try:
-            path = upload_save(uploaded_file=form.cleaned_data["file"])
-        except ValueError as exc:
-            form.add_error("file", str(exc))
-        else:
-            from projects.tasks import import_job_task
-
-            with transaction.atomic():
-                job = import_job_create(
-                    project=project, user=request.user, source_name=form.cleaned_data["file"].name, upload_path=path
-                )
-                transaction.on_commit(lambda: import_job_task.delay(job.pk))
+        with form_errors(form):
+            job = import_job_start(project=project, user=request.user, uploaded_file=form.cleaned_data["file"])
             messages.info(request, f"Import of {job.source_name} started.")
             return redirect("import_page", slug=project.slug)
     jobs = import_jobs_for_project(project=project)
     return render(request, "projects/import.html", {"project": project, "form": form, "jobs": jobs})
 
 
+def _job_response(request, project, job):
+    response = render(request, "jobs/_progress.html", {
+        "project": project, "job": job, "can_cancel": Role.LEAD in project.user_roles,
+    })
+    if job.finished:
+        # Regions of the page that show the job's result refresh themselves on this event.
+        response["HX-Trigger"] = json.dumps({"job-finished": {"kind": job.kind, "id": job.pk, "status": job.status}})
+    return response
+
+
 @login_required
-def import_job_partial(request, slug, job_id):
+def job_partial(request, slug, kind, job_id):
+    """The one progress partial of any job (polled by htmx while the job runs)."""
+    project = project_get_for_user(user=request.user, slug=slug)
+    job = job_get_for_project(user=request.user, project=project, kind=kind, job_id=job_id)
+    return _job_response(request, project, job)
+
+
+@login_required
+@require_POST
+def job_cancel_view(request, slug, kind, job_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
-    job = get_object_or_404(ImportJob, project=project, pk=job_id)
-    return render(request, "projects/import.html#job", {"project": project, "job": job})
+    job = job_cancel(job_get_for_project(user=request.user, project=project, kind=kind, job_id=job_id))
+    if request.htmx:
+        return _job_response(request, project, job)
+    messages.info(request, f"{job.title}: {job.get_status_display().lower()}.")
+    back = request.headers.get("Referer", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = reverse("project_detail", args=[slug])
+    return redirect(back)
 
 
 @login_required

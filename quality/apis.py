@@ -12,15 +12,17 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.apis import ErrorOutput, JobOutput
+from core.errors import Invalid
 from projects.access import project_get_for_user
 from projects.models import Role
+from projects.selectors import job_get_for_project
 from quality import selectors
 from quality.forms import ReportFilterForm
 from quality.models import AgreementReport
 from quality.services import (
     DEFAULT_AUDIT_SIZE,
     MAX_AUDIT_SIZE,
-    QualityError,
     agreement_report_current,
     agreement_report_request,
     audit_create,
@@ -91,57 +93,55 @@ class AgreementOutput(serializers.Serializer):
     fields = FieldAgreementOutput(many=True)
 
 
-class JobOutput(serializers.Serializer):
-    id = serializers.IntegerField()
-    status = serializers.CharField(help_text="pending, running, done or failed")
-    progress_done = serializers.IntegerField()
-    progress_total = serializers.IntegerField()
-    error = serializers.CharField()
+class AgreementJobOutput(JobOutput):
     filters = serializers.DictField()
+
+
+class AgreementPendingOutput(serializers.Serializer):
+    detail = serializers.CharField()
+    job = AgreementJobOutput(required=False, help_text="The job computing it, when one was started.")
 
 
 class AgreementReportApi(APIView):
     @extend_schema(
         summary="Pre-adjudication agreement report (leads, researchers)", parameters=FILTER_PARAMETERS,
-        responses={200: AgreementOutput, 202: JobOutput, 400: OpenApiResponse(description="Invalid filters")},
+        responses={200: AgreementOutput, 202: AgreementPendingOutput, 400: ErrorOutput},
     )
     def get(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
         filters, errors = _clean_filters(project, request.query_params)
         if errors:
-            return Response({"detail": "Invalid filters.", "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+            raise Invalid("Invalid filters.", errors={k: " ".join(v) for k, v in errors.items()})
         state = agreement_report_current(project=project, filters=filters, user=request.user)
         if state["result"] and not state["stale"]:
             return Response(AgreementOutput(state["result"]["agreement"]).data)
         job = state["job"] or state["failed"]
         body = {"detail": "Not computed for the current data yet; a lead can start it (POST .../agreement/jobs/)."}
         if job is not None:
-            body["job"] = JobOutput(job).data
+            body["job"] = AgreementJobOutput(job).data
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class AgreementJobStartApi(APIView):
     @extend_schema(
         summary="Recompute the agreement report for the current data (leads)", parameters=FILTER_PARAMETERS,
-        request=None, responses={202: JobOutput, 400: OpenApiResponse(description="Invalid filters")},
+        request=None, responses={202: AgreementJobOutput, 400: ErrorOutput},
     )
     def post(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
         filters, errors = _clean_filters(project, request.query_params)
         if errors:
-            return Response({"detail": "Invalid filters.", "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+            raise Invalid("Invalid filters.", errors={k: " ".join(v) for k, v in errors.items()})
         row, _ = agreement_report_request(project=project, filters=filters, user=request.user, force=True)
-        return Response(JobOutput(row).data, status=status.HTTP_202_ACCEPTED)
+        return Response(AgreementJobOutput(row).data, status=status.HTTP_202_ACCEPTED)
 
 
 class AgreementJobApi(APIView):
-    @extend_schema(summary="Progress of an agreement report job (leads)", responses=JobOutput)
+    @extend_schema(summary="Progress of an agreement report job (leads)", responses={200: AgreementJobOutput, 404: ErrorOutput})
     def get(self, request, slug, report_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-        row = AgreementReport.objects.filter(project=project, pk=report_id).first()
-        if row is None:
-            return Response({"detail": "No such job."}, status=status.HTTP_404_NOT_FOUND)
-        return Response(JobOutput(row).data)
+        row = job_get_for_project(user=request.user, project=project, kind=AgreementReport.kind, job_id=report_id)
+        return Response(AgreementJobOutput(row).data)
 
 
 class AuditSummaryOutput(serializers.Serializer):
@@ -180,10 +180,7 @@ class AuditCreateApi(APIView):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
         data = AuditCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            audit = audit_create(project=project, created_by=request.user, **data.validated_data)
-        except QualityError as exc:
-            return Response({"detail": exc.message}, status=status.HTTP_400_BAD_REQUEST)
+        audit = audit_create(project=project, created_by=request.user, **data.validated_data)
         row = selectors.audits_for_project(project=project).get(pk=audit.pk)
         return Response(AuditSummaryOutput(row).data, status=status.HTTP_201_CREATED)
 

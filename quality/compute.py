@@ -43,9 +43,7 @@ import numpy as np
 
 from metrics.agreement import cohen_kappa, confusion_matrix, kappa_ci, krippendorff_alpha, macro_pairwise_kappa
 from metrics.bootstrap import mean_ci
-from metrics.boxes import enclosing_iou_batch
-from metrics.entity import f1_rel_batch
-from metrics.text import token_f1_batch
+from projects.fieldtypes import CATEGORICAL, CONTINUOUS, MULTILABEL, Agreement, FieldType
 
 #: Bump when the meaning of a stored report changes: cached rows of older versions are ignored.
 REPORT_VERSION = 3
@@ -63,18 +61,9 @@ DIGITS = 6
 #: means "this slot did not rate the item" (metrics.agreement docstring).
 NO_VALUE = "(none)"
 
-CATEGORICAL, MULTILABEL, CONTINUOUS = "categorical", "multilabel", "continuous"
-
-#: Reporting thresholds are the paper's (Stage 2 and Table 1), fixed so that reports stay
-#: comparable across projects; the project's *routing* thresholds do not change them.
-CONTINUOUS_SHARES = {"f1_rel": (0.7,), "token_f1": (0.7,), "enclosing_iou": (0.75, 0.5)}
-METRIC_LABELS = {
-    "cohen_kappa": "Cohen's κ",
-    "macro_pairwise_kappa": "macro pairwise κ",
-    "f1_rel": "mean F1_rel",
-    "token_f1": "mean token-F1",
-    "enclosing_iou": "share IoU ≥ 0.75",
-}
+# Reporting thresholds are the paper's (Stage 2 and Table 1), declared by each field type
+# (projects.fieldtypes Agreement.shares), fixed so that reports stay comparable across
+# projects; the project's *routing* thresholds do not change them.
 
 SCOPES = {
     "both": "items where every annotator's record makes the field applicable (e.g. both marked the meme "
@@ -96,16 +85,6 @@ def rnd(x: float | None) -> float | None:
     return None if x is None else round(float(x), DIGITS)
 
 
-def kind_of(metric: str) -> str:
-    if metric == "cohen_kappa":
-        return CATEGORICAL
-    if metric == "macro_pairwise_kappa":
-        return MULTILABEL
-    if metric in CONTINUOUS_SHARES:
-        return CONTINUOUS
-    raise ValueError(f"no agreement computation for metric {metric!r}")
-
-
 @dataclass(frozen=True)
 class FieldPlan:
     name: str
@@ -116,6 +95,11 @@ class FieldPlan:
     conditional: bool
     choices: tuple
     spec: dict = field(compare=False, hash=False)
+    ftype: FieldType = field(compare=False, hash=False, default=None)
+
+    @property
+    def agreement(self) -> Agreement:
+        return self.ftype.agreement
 
 
 def field_plans(schema) -> list[FieldPlan]:
@@ -124,9 +108,9 @@ def field_plans(schema) -> list[FieldPlan]:
     for spec in schema.fields:
         ftype = schema.type_of(spec["name"])
         plans.append(FieldPlan(
-            name=spec["name"], label=spec.get("label") or spec["name"], type=spec["type"], metric=ftype.metric,
-            kind=kind_of(ftype.metric), conditional=spec.get("visible_if") is not None,
-            choices=tuple(spec.get("choices", ())), spec=spec,
+            name=spec["name"], label=spec.get("label") or spec["name"], type=spec["type"],
+            metric=ftype.agreement.metric, kind=ftype.agreement.family, conditional=spec.get("visible_if") is not None,
+            choices=tuple(spec.get("choices", ())), spec=spec, ftype=ftype,
         ))
     return plans
 
@@ -139,43 +123,13 @@ def target_plans(plans: list[FieldPlan]) -> list[FieldPlan]:
 
 # ---------------------------------------------------------------------------- value shapes
 
-def _single(v: Any) -> Any:
-    return v if isinstance(v, str) and v != "" else None
-
-
-def _labelset(v: Any) -> frozenset:
-    return frozenset(x for x in v if isinstance(x, str)) if isinstance(v, (list, tuple)) else frozenset()
-
-
-def _text(v: Any) -> str | None:
-    if isinstance(v, (list, tuple)):  # textlist: compared as one text, like its fieldtype.similarity
-        v = " ".join(x for x in v if isinstance(x, str))
-    return v if isinstance(v, str) else None
-
-
-def _region(v: Any) -> list:
-    return [b for b in v if isinstance(b, (list, tuple)) and len(b) == 4] if isinstance(v, list) else []
-
-
 def _shape(plan: FieldPlan, v: Any) -> Any:
-    if plan.kind == CATEGORICAL:
-        return _single(v)
-    if plan.kind == MULTILABEL:
-        return _labelset(v)
-    if plan.metric == "enclosing_iou":
-        return _region(v)
-    return _text(v)
+    return plan.ftype.agreement_value(plan.spec, v)
 
 
 def pair_scores(plan: FieldPlan, a: Sequence[Any], b: Sequence[Any], *, lexicon: dict | None) -> np.ndarray:
     """Per-pair similarity of already-shaped values with the field type's metric (batch forms)."""
-    if plan.kind == CATEGORICAL or plan.kind == MULTILABEL:
-        return np.fromiter((1.0 if x == y else 0.0 for x, y in zip(a, b)), dtype=np.float64, count=len(a))
-    if plan.metric == "f1_rel":
-        return f1_rel_batch(list(a), list(b), lexicon)
-    if plan.metric == "token_f1":
-        return token_f1_batch(list(a), list(b))
-    return enclosing_iou_batch(list(a), list(b))
+    return plan.ftype.pair_scores(plan.spec, a, b, lexicon=lexicon)
 
 
 # ---------------------------------------------------------------------------- bootstrap helpers
@@ -366,23 +320,19 @@ def _multilabel(plan: FieldPlan, rows: list[list[Any]], width: int, with_ci: boo
 
 def _continuous(plan: FieldPlan, rows, lexicon, item_scores: np.ndarray, with_ci: bool) -> list[dict]:
     n = len(rows)
-    shares = CONTINUOUS_SHARES[plan.metric]
-    name = {"f1_rel": "F1_rel", "token_f1": "token-F1", "enclosing_iou": "IoU"}[plan.metric]
+    agreement = plan.agreement
+    name = agreement.measure
     mean, mean_ci_ = mean_with_ci(item_scores, with_ci=with_ci)
-    out = []
     share_figs = []
-    for t in shares:
+    for t in agreement.shares:
         # Per item: the share of slot pairs at or above t (0/1 with two annotators).
         per_item = _share_per_item(plan, rows, lexicon, t) if any(len(r) > 2 for r in rows) else (item_scores >= t)
         value, ci = mean_with_ci(np.asarray(per_item, dtype=np.float64), with_ci=with_ci)
         share_figs.append(figure(f"share_{t:g}", f"share {name} ≥ {t:g}", value, ci, n,
-                                 primary=plan.metric == "enclosing_iou" and t == shares[0]))
-    mean_fig = figure("mean", f"mean {name}", mean, mean_ci_, n, primary=plan.metric != "enclosing_iou")
-    if plan.metric == "enclosing_iou":
-        out = share_figs + [mean_fig]
-    else:
-        out = [mean_fig] + share_figs
-    return out
+                                 primary=agreement.primary == f"share_{t:g}"))
+    mean_fig = figure("mean", f"mean {name}", mean, mean_ci_, n, primary=agreement.primary == "mean")
+    # The primary figure first (Meme3W Stage 2 reports IoU@0.75 for regions, means otherwise).
+    return share_figs + [mean_fig] if agreement.primary != "mean" else [mean_fig] + share_figs
 
 
 def _share_per_item(plan: FieldPlan, rows, lexicon, t: float) -> np.ndarray:
@@ -454,7 +404,7 @@ def headline(results: list[FieldResult]) -> list[dict]:
     out = []
     for r in results:
         if r.plan in plans and r.primary is not None:
-            out.append({"field": r.plan.name, "label": r.plan.label, "metric": METRIC_LABELS[r.plan.metric],
+            out.append({"field": r.plan.name, "label": r.plan.label, "metric": r.plan.agreement.label,
                         **{k: r.primary[k] for k in ("key", "value", "ci", "n")}})
     return out
 
@@ -488,7 +438,7 @@ def agreement_over_time(schema, units: list[Unit], *, lexicon, scope: str) -> di
             res = field_agreement(plan, _rows(plan, chosen), [u.item_id for u in chosen], lexicon=lexicon, with_ci=False)
             p = res.primary
             points.append({"week": w, "value": p["value"] if p else None, "n": len(chosen)})
-        series.append({"field": plan.name, "label": plan.label, "metric": METRIC_LABELS[plan.metric], "points": points})
+        series.append({"field": plan.name, "label": plan.label, "metric": plan.agreement.label, "points": points})
     return {"weeks": weeks, "series": series}
 
 
@@ -503,7 +453,7 @@ def confusions(schema, units: list[Unit], *, max_pairs: int = 4) -> list[dict]:
         pooled_a, pooled_b = [], []
         per_pair: dict[tuple[int, int], tuple[list, list]] = defaultdict(lambda: ([], []))
         for u in units:
-            vals = [_single(v.get(plan.name)) for v in u.values]
+            vals = [_shape(plan, v.get(plan.name)) for v in u.values]
             for r, s in combinations(range(len(vals)), 2):
                 pooled_a.append(vals[r])
                 pooled_b.append(vals[s])
@@ -543,10 +493,9 @@ def histograms(results: list[FieldResult]) -> list[dict]:
         if r.plan.kind != CONTINUOUS:
             continue
         counts, _ = np.histogram(np.clip(r.item_scores, 0.0, 1.0), bins=HIST_BINS, range=(0.0, 1.0))
-        thresholds = CONTINUOUS_SHARES[r.plan.metric]
-        out.append({"field": r.plan.name, "label": r.plan.label,
-                    "measure": {"f1_rel": "F1_rel", "token_f1": "token-F1", "enclosing_iou": "enclosing IoU"}[r.plan.metric],
-                    "counts": [int(c) for c in counts], "n": int(r.item_scores.size), "threshold": thresholds[0]})
+        out.append({"field": r.plan.name, "label": r.plan.label, "measure": r.plan.agreement.measure,
+                    "counts": [int(c) for c in counts], "n": int(r.item_scores.size),
+                    "threshold": r.plan.agreement.shares[0] if r.plan.agreement.shares else None})
     return out
 
 
@@ -585,7 +534,7 @@ def table9(results: list[FieldResult]) -> dict:
     for r in results:
         if r.plan in plans:
             p = r.primary
-            rows.append({"field": r.plan.name, "label": r.plan.label, "metric": METRIC_LABELS[r.plan.metric],
+            rows.append({"field": r.plan.name, "label": r.plan.label, "metric": r.plan.agreement.label,
                          "value": p["value"] if p else None, "ci": p["ci"] if p else None, "n": p["n"] if p else 0})
     defined = [row["value"] for row in rows if row["value"] is not None]
     return {"rows": rows, "mean": rnd(sum(defined) / len(defined)) if defined and len(defined) == len(rows) else None}

@@ -22,7 +22,8 @@ from unittest import mock
 from django.utils import timezone
 
 from annotation.models import Kind
-from annotation.services import annotation_submit, assignment_claim_next, content_warning_accept
+from annotation.services import assignment_claim_next, content_warning_accept
+from workflow.services import annotation_submit
 from projects.demo import demo_truth
 from projects.models import Item, Project, Stage
 

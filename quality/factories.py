@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from annotation.models import Kind
-from annotation.services import annotation_submit, assignment_claim_next, content_warning_accept
+from annotation.services import assignment_claim_next, content_warning_accept
+from workflow.services import annotation_submit
 from projects.models import Item, Stage
 from projects.services import item_stage_set
 

@@ -15,32 +15,26 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from core.models import Job
 from projects.models import Item, Project
 
 
-class AgreementReport(models.Model):
-    class Status(models.TextChoices):
-        PENDING = "pending", "Queued"
-        RUNNING = "running", "Computing"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+class AgreementReport(Job):
+    """A cached report row and the job that computes it (core.jobs)."""
+
+    kind = "agreement"
+    task_name = "quality.compute_agreement_report"
+    detail_template = "quality/_agreement_job_detail.html"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agreement_reports")
     filters = models.JSONField(default=dict, help_text="Cleaned filters the report was computed for.")
     filter_key = models.CharField(max_length=64, help_text="sha256 of the canonical JSON of the filters.")
     fingerprint = models.CharField(max_length=64, help_text="sha256 of what the data looked like when requested.")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    progress_done = models.PositiveIntegerField(default=0, help_text="Fields computed so far.")
-    progress_total = models.PositiveIntegerField(default=0, help_text="Fields to compute.")
     result = models.JSONField(null=True, blank=True, help_text="The report (agreement figures + dashboard analytics).")
-    error = models.TextField(blank=True, help_text="Why the computation failed, if it did.")
-    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name = "agreement report"
         constraints = [
             models.UniqueConstraint(fields=["project", "filter_key", "fingerprint"], name="uniq_agreement_report_key"),
         ]
@@ -48,14 +42,6 @@ class AgreementReport(models.Model):
 
     def __str__(self) -> str:
         return f"agreement report {self.pk} of {self.project} ({self.status})"
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (self.Status.DONE, self.Status.FAILED)
-
-    @property
-    def percent(self) -> int:
-        return round(100 * self.progress_done / self.progress_total) if self.progress_total else 0
 
 
 class Audit(models.Model):

@@ -32,9 +32,6 @@ from quality.models import AgreementReport, Audit, AuditItem
 SUBMITTED = Annotation.Status.SUBMITTED
 DEFAULT_FILTERS = {"source_dataset": "", "language": "", "category": "", "date_from": "", "date_to": "",
                    "scope": compute.DEFAULT_SCOPE}
-#: Field types whose presence defines the audit's "grounding condition" strata
-#: (Meme3W A.2: textual mention present/absent x visual region present/absent).
-GROUNDING_TYPES = ("span", "boxes")
 
 
 def sync_max_annotations(*, project: Project | None = None) -> int:
@@ -225,7 +222,8 @@ def stratum_of(schema, plans: list[compute.FieldPlan], values: dict) -> tuple[st
         parts.append(f"{cat.name}={v if v else '-'}")
         labels.append(str(v) if v else f"no {cat.label.lower()}")
     for p in plans:
-        if p.type in GROUNDING_TYPES:
+        # The audit's "grounding condition" (Meme3W A.2: mention present/absent x region present/absent).
+        if "grounding" in p.ftype.roles:
             present = not schema.type_of(p.name).is_absent(p.spec, values.get(p.name))
             parts.append(f"{p.name}={'present' if present else 'absent'}")
             labels.append(f"{p.label.lower()} {'present' if present else 'absent'}")

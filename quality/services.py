@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import logging
 import secrets
-from datetime import timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
+
+from core.errors import Invalid, ServiceError
+from core.jobs import Progress, job_enqueue, job_finish, job_run
 
 from annotation.models import Annotation, Kind
+from annotation.services import annotation_audit_assign
 from projects.models import Item, Project
 from quality import compute, selectors
 from quality.models import AgreementReport, Audit, AuditItem
@@ -21,22 +22,7 @@ DEFAULT_AUDIT_SIZE = 200
 MAX_AUDIT_SIZE = 10_000
 
 
-class QualityError(Exception):
-    """A refused request, with a message fit to show to the lead."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-
 # ---------------------------------------------------------------------------- agreement reports
-
-def _stuck(row: AgreementReport) -> bool:
-    """A queued or running row older than the task time limit: its worker is gone."""
-    since = row.started_at or row.created_at
-    limit = getattr(settings, "CELERY_TASK_TIME_LIMIT", 600)
-    return since is not None and timezone.now() - since > timedelta(seconds=limit + 60)
-
 
 def _row_for(*, project: Project, filters: dict, user) -> tuple[AgreementReport, bool]:
     full = {**selectors.DEFAULT_FILTERS, **filters}
@@ -46,70 +32,53 @@ def _row_for(*, project: Project, filters: dict, user) -> tuple[AgreementReport,
         with transaction.atomic():
             return AgreementReport.objects.get_or_create(
                 project=project, filter_key=key, fingerprint=fp,
-                defaults={"filters": full, "requested_by": user if user and user.is_authenticated else None},
+                defaults={"filters": full, "created_by": user if user and user.is_authenticated else None},
             )
     except IntegrityError:  # a concurrent request created it
         return AgreementReport.objects.get(project=project, filter_key=key, fingerprint=fp), False
 
 
+def _requeue(row: AgreementReport, user) -> None:
+    AgreementReport.objects.filter(pk=row.pk).update(
+        status=Status.PENDING, error="", progress_done=0, started_at=None, finished_at=None, heartbeat_at=None,
+        cancel_requested=False, created_by=user if user and user.is_authenticated else None,
+    )
+    row.refresh_from_db()
+
+
 def agreement_report_request(*, project: Project, filters: dict, user, force: bool = False) -> tuple[AgreementReport, bool]:
     """Queue the computation of a report for the current data -> (row, enqueued).
 
-    Deduplicated: a row already queued or running is returned as is; a done row is returned
-    unless ``force`` (the lead's "Recompute" button). The Celery task is sent on commit.
+    Deduplicated: a row already queued or running (and alive) is returned as is; a done row is
+    returned unless ``force`` (the lead's "Recompute" button). The task is sent on commit.
     """
     row, created = _row_for(project=project, filters=filters, user=user)
     if not created:
-        busy = row.status in (Status.PENDING, Status.RUNNING) and not _stuck(row)
+        busy = row.status in (Status.PENDING, Status.RUNNING) and not row.stalled
         if busy or (row.status == Status.DONE and not force):
             return row, False
-        AgreementReport.objects.filter(pk=row.pk).update(
-            status=Status.PENDING, error="", progress_done=0, started_at=None, finished_at=None,
-            requested_by=user if user and user.is_authenticated else None,
-        )
-        row.refresh_from_db()
-    from quality.tasks import agreement_report_task
-
-    transaction.on_commit(lambda: agreement_report_task.delay(row.pk))
+        _requeue(row, user)
+    job_enqueue(row)
     return row, True
 
 
-def agreement_report_compute(*, report_id: int) -> AgreementReport | None:
-    """Compute one queued report and publish it atomically (status, result and finish time in
-    one UPDATE). Idempotent: a row that is done, or running in another worker, is left alone.
-    """
-    row = AgreementReport.objects.select_related("project").filter(pk=report_id).first()
-    if row is None:
-        return None
-    claimable = [Status.PENDING, Status.FAILED] + ([Status.RUNNING] if _stuck(row) else [])
-    claimed = AgreementReport.objects.filter(pk=row.pk, status__in=claimable).update(
-        status=Status.RUNNING, started_at=timezone.now(), progress_done=0
+def _compute(row: AgreementReport, progress: Progress) -> None:
+    result = selectors.agreement_report_build(
+        project=row.project, filters=row.filters,
+        progress=lambda done, total: progress(done, total, phase="computing field figures"),
     )
-    if not claimed:
-        return row
-
-    def progress(done: int, total: int) -> None:
-        AgreementReport.objects.filter(pk=row.pk).update(progress_done=done, progress_total=total)
-
-    try:
-        result = selectors.agreement_report_build(project=row.project, filters=row.filters, progress=progress)
-    except Exception as exc:  # noqa: BLE001 - recorded on the row and shown to the lead
-        log.exception("agreement report %s failed", row.pk)
-        AgreementReport.objects.filter(pk=row.pk).update(
-            status=Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now()
-        )
-        row.refresh_from_db()
-        return row
     with transaction.atomic():
-        AgreementReport.objects.filter(pk=row.pk).update(
-            status=Status.DONE, result=result, finished_at=timezone.now(), error=""
-        )
+        job_finish(row, result=result)
         # Older data's rows for the same filters are never served again: keep the table small.
         AgreementReport.objects.filter(project=row.project, filter_key=row.filter_key).exclude(pk=row.pk).exclude(
             status__in=[Status.PENDING, Status.RUNNING]
         ).delete()
-    row.refresh_from_db()
-    return row
+
+
+def agreement_report_compute(*, report_id: int) -> AgreementReport | None:
+    """Compute one queued report and publish it atomically (status and result in one UPDATE).
+    Idempotent: a row that is done, or alive in another worker, is left alone."""
+    return job_run(AgreementReport, report_id, _compute)
 
 
 def agreement_report_compute_now(*, project: Project, filters: dict, user) -> AgreementReport:
@@ -117,7 +86,9 @@ def agreement_report_compute_now(*, project: Project, filters: dict, user) -> Ag
     row, _ = _row_for(project=project, filters=filters, user=user)
     if row.status == Status.DONE:
         return row
-    return agreement_report_compute(report_id=row.pk) or row
+    if row.status in (Status.FAILED, Status.CANCELLED):
+        _requeue(row, user)
+    return agreement_report_compute(report_id=row.pk) or AgreementReport.objects.get(pk=row.pk)
 
 
 def agreement_report_current(*, project: Project, filters: dict, user) -> dict:
@@ -155,30 +126,29 @@ def audit_create(*, project: Project, created_by, size: int = DEFAULT_AUDIT_SIZE
     ``seed`` (drawn at random and stored when not given). Auditors are balanced: each item goes
     to the eligible auditor with the fewest items of this audit so far. Items that every
     auditor annotated are drawn last within their stratum and, if still drawn, stay
-    unassigned (recorded in ``notes``). Raises QualityError with a message for the lead.
+    unassigned (recorded in ``notes``). Raises core.errors.Invalid with a message for the lead.
     """
-    from annotation.services import AnnotationError, annotation_audit_assign
 
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise QualityError("The audit size must be a whole number of at least 1.")
+        raise Invalid("The audit size must be a whole number of at least 1.")
     if size > MAX_AUDIT_SIZE:
-        raise QualityError(f"The audit size can be at most {MAX_AUDIT_SIZE}.")
+        raise Invalid(f"The audit size can be at most {MAX_AUDIT_SIZE}.")
     if seed is None:
         seed = secrets.randbelow(2**31)
     elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise QualityError("The seed must be a non-negative whole number.")
+        raise Invalid("The seed must be a non-negative whole number.")
     auditors = list(selectors.auditors_for_project(project=project))
     if not auditors:
-        raise QualityError("This project has no auditor yet. Add a member with the auditor role, then create the audit.")
+        raise Invalid("This project has no auditor yet. Add a member with the auditor role, then create the audit.")
     population = selectors.audit_population(project=project, include_untargeted=include_untargeted)
     if not population:
         if include_untargeted or not selectors.audit_population(project=project, include_untargeted=True):
-            raise QualityError("There are no gold records yet: the audit samples gold items, so finish "
+            raise Invalid("There are no gold records yet: the audit samples gold items, so finish "
                                "annotation and adjudication of some items first.")
-        raise QualityError("No gold item has a target yet (all are e.g. non-harmful). Tick “also sample items "
+        raise Invalid("No gold item has a target yet (all are e.g. non-harmful). Tick “also sample items "
                            "without a target” or wait for more gold records.")
     if size > len(population):
-        raise QualityError(f"Only {len(population)} gold item(s) can be sampled; choose a size of at most "
+        raise Invalid(f"Only {len(population)} gold item(s) can be sampled; choose a size of at most "
                            f"{len(population)}.")
     schema = project.get_schema()
     plans = compute.field_plans(schema)
@@ -201,7 +171,7 @@ def audit_create(*, project: Project, created_by, size: int = DEFAULT_AUDIT_SIZE
     try:
         sample = stratified_sample(strata, size, seed, prefer=eligible)
     except SamplingError as exc:
-        raise QualityError(f"Cannot sample: {exc}.") from None
+        raise Invalid(f"Cannot sample: {exc}.") from None
     items = Item.objects.in_bulk([i for ids in sample.values() for i in ids])
     notes: list[str] = []
     load = {a.pk: 0 for a in auditors}
@@ -220,7 +190,7 @@ def audit_create(*, project: Project, created_by, size: int = DEFAULT_AUDIT_SIZE
                         continue
                     try:
                         annotation = annotation_audit_assign(auditor=auditor, item=item)
-                    except AnnotationError:
+                    except ServiceError:
                         # Notes go into reports researchers read: no auditor names.
                         notes.append(f"item {item_id}: one auditor could not be assigned; tried the next")
                         continue

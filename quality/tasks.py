@@ -8,6 +8,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import OperationalError
 
+from quality.services import agreement_report_compute
+
 TASK_OPTIONS = {
     "bind": True,
     "acks_late": True,  # a worker killed mid-report leaves the message for another worker
@@ -22,10 +24,8 @@ TASK_OPTIONS = {
 
 @shared_task(name="quality.compute_agreement_report", **TASK_OPTIONS)
 def agreement_report_task(self, report_id: int) -> str:
-    from quality.services import agreement_report_compute
-
     try:
         row = agreement_report_compute(report_id=report_id)
     except OperationalError as exc:  # database restarting or locked: try again a little later
         raise self.retry(exc=exc, countdown=10 * (self.request.retries + 1)) from exc
-    return row.status if row is not None else "missing"
+    return row.status if row is not None else "not claimed"

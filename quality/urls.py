@@ -21,7 +21,6 @@ urlpatterns = [
     path("p/<slug:slug>/quality/agreement.json", views.agreement_json, name="quality_agreement_json"),
     path("p/<slug:slug>/quality/agreement.csv", views.agreement_csv, name="quality_agreement_csv"),
     path("p/<slug:slug>/quality/agreement/compute", views.agreement_compute, name="quality_agreement_compute"),
-    path("p/<slug:slug>/quality/agreement/jobs/<int:report_id>/", views.agreement_job, name="quality_agreement_job"),
     path("p/<slug:slug>/quality/audits/", views.audits_page, name="quality_audits"),
     path("p/<slug:slug>/quality/audits/<int:audit_id>/", views.audit_page, name="quality_audit"),
     path("p/<slug:slug>/quality/audits/<int:audit_id>.json", views.audit_json, name="quality_audit_json"),

@@ -19,12 +19,13 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.views import form_errors
 from projects.access import project_get_for_user
 from projects.models import Role
 from quality import display, selectors
 from quality.forms import AuditCreateForm, ReportFilterForm
 from quality.models import AgreementReport
-from quality.services import QualityError, agreement_report_current, agreement_report_request, audit_create
+from quality.services import agreement_report_current, agreement_report_request, audit_create
 
 LEAD = [Role.LEAD]
 READERS = [Role.LEAD, Role.RESEARCHER]
@@ -114,23 +115,12 @@ def agreement_compute(request, slug):
     row, enqueued = agreement_report_request(project=project, filters=filters, user=request.user, force=True)
     if request.htmx:
         row.refresh_from_db()  # an eager or very fast worker may already have published it
-        response = render(request, "quality/_job.html#job", {"project": project, "job": row})
+        response = render(request, "jobs/_progress.html", {"project": project, "job": row, "can_cancel": True})
         if row.finished:
             response["HX-Refresh"] = "true"
         return response
     messages.info(request, "Recomputing the agreement report." if enqueued else "The report is already being computed.")
     return redirect(reverse(back, args=[project.slug]) + _query(filters))
-
-
-@login_required
-@require_GET
-def agreement_job(request, slug, report_id):
-    project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-    row = get_object_or_404(AgreementReport, project=project, pk=report_id)
-    response = render(request, "quality/_job.html#job", {"project": project, "job": row})
-    if row.finished and request.htmx:
-        response["HX-Refresh"] = "true"  # the page re-reads the freshly published report
-    return response
 
 
 def _agreement_for_download(request, project):
@@ -200,12 +190,9 @@ def audits_page(request, slug):
     initial = {"size": min(200, info["targeted"]) if info and info["targeted"] else 200}
     form = AuditCreateForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        try:
+        with form_errors(form):
             audit = audit_create(project=project, created_by=request.user, size=form.cleaned_data["size"],
                                  seed=form.cleaned_data["seed"], include_untargeted=form.cleaned_data["include_untargeted"])
-        except QualityError as exc:
-            form.add_error(None, exc.message)
-        else:
             messages.success(request, f"Audit #{audit.pk} created: {audit.size} gold items sent to the auditors "
                                       f"(seed {audit.seed}).")
             return redirect("quality_audit", slug=project.slug, audit_id=audit.pk)

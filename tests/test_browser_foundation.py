@@ -25,8 +25,8 @@ def test_lead_logs_in_uploads_a_zip_and_reads_the_import_report(page, browser_lo
     page.set_input_files("input[type=file]", str(path))
     page.click("text=Upload and import")
     # Eager Celery in tests: the report is there at once; the htmx poll is exercised when pending.
-    page.wait_for_selector(".import-job .imported")
-    assert page.inner_text(".import-job .imported") == "1"
+    page.wait_for_selector(".job-import .imported")
+    assert page.inner_text(".job-import .imported") == "1"
     assert "truncated or corrupt image" in page.inner_text(".import-errors") or "not an image" in page.inner_text(".import-errors")
     assert page.console_errors == []
 

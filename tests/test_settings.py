@@ -76,4 +76,5 @@ def test_celery_settings_reached_the_app():
     assert app.conf.broker_url == settings.CELERY_BROKER_URL
     from projects.tasks import import_job_task
 
-    assert import_job_task.acks_late is True and import_job_task.time_limit == 3600
+    assert import_job_task.acks_late is True and import_job_task.time_limit == 6900
+    assert app.conf.beat_schedule["sweep-jobs"]["task"] == "core.sweep_jobs"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.factories import MEME3W_HARMFUL, claim, items_open, ready
-from annotation.services import annotation_submit
+from workflow.services import annotation_submit
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from django.core.exceptions import ValidationError
+from core.errors import ServiceError as ValidationError
 
 from adjudication.models import AdjudicationTask, GoldRecord, HistoryEvent
 from adjudication.services import (
@@ -115,12 +115,12 @@ def test_undecided_disagreement_and_invalid_edits_are_refused_per_field(project,
     task.refresh_from_db()
     with pytest.raises(ValidationError) as exc:
         gold_decide(task=task, reviewer=reviewer, version=task.version, note="", decisions={"target_category": {"pick": 3}})
-    errors = exc.value.message_dict
-    assert "no Annotator 3" in errors["target_category"][0] and "needs a decision" in errors["visual_region"][0]
+    errors = exc.value.errors
+    assert "no Annotator 3" in errors["target_category"] and "needs a decision" in errors["visual_region"]
     with pytest.raises(ValidationError) as exc:
         gold_decide(task=task, reviewer=reviewer, version=task.version, note="",
                     decisions={"target_category": {"pick": 1}, "visual_region": {"value": [[5, 5, 2000, 9]]}})
-    assert "[0, 1000]" in exc.value.message_dict["visual_region"][0]
+    assert "[0, 1000]" in exc.value.errors["visual_region"]
     assert not GoldRecord.objects.exists()
 
 

@@ -71,7 +71,7 @@ def test_decide_over_http_validation_stale_and_success(client_for, reviewer, tas
     d = post_json(c, f"/p/{project.slug}/review/{task.pk}/draft", {"draft": {"decisions": {}}, "version": 0})
     assert d.json() == {"version": 1}
     stale = post_json(c, url, {"decisions": {"target_category": {"pick": 1}, "visual_region": {"pick": 2}}, "version": 0})
-    assert stale.status_code == 409 and "changed elsewhere" in stale.json()["error"]
+    assert stale.status_code == 409 and "changed elsewhere" in stale.json()["detail"]
     ok = post_json(c, url, {"decisions": {"target_category": {"pick": 1}, "visual_region": {"pick": 2}}, "version": 1, "note": "x"})
     assert ok.status_code == 200 and ok.json()["revision"] == 1
     assert GoldRecord.objects.get().provenance["visual_region"]["from_annotator"] == 2

@@ -11,15 +11,9 @@ from django.utils import timezone
 from annotation.factories import MEME3W_HARMFUL, claim, items_open, ready
 from annotation.models import Annotation, Assignment
 from annotation.selectors import annotator_progress
-from annotation.services import (
-    InvalidValues,
-    ItemClosed,
-    SlotTaken,
-    annotation_save_draft,
-    annotation_skip,
-    annotation_submit,
-    assignment_claim_next,
-)
+from annotation.services import ItemClosed, SlotTaken, annotation_save_draft, annotation_skip, assignment_claim_next
+from core.errors import Invalid as InvalidValues
+from workflow.services import annotation_submit
 from projects.models import Stage
 from projects.services import item_stage_set
 

@@ -13,7 +13,8 @@ from django.db import connection, connections
 
 from annotation.factories import MEME3W_HARMFUL, items_open, ready
 from annotation.models import Annotation, Assignment
-from annotation.services import annotation_submit, assignment_claim_next
+from annotation.services import assignment_claim_next
+from workflow.services import annotation_submit
 from conftest import require
 from projects.services import membership_add
 

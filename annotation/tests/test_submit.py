@@ -9,15 +9,10 @@ from django.utils import timezone
 from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, candidates_create, claim
 from annotation.models import Annotation, AnnotationRevision, Assignment
 from annotation.selectors import annotation_state, submitted_annotations_for_item
-from annotation.services import (
-    InvalidValues,
-    ItemClosed,
-    NotAssigned,
-    StaleVersion,
-    annotation_audit_assign,
-    annotation_save_draft,
-    annotation_submit,
-)
+from annotation.services import ItemClosed, NotAssigned, annotation_audit_assign, annotation_save_draft
+from core.errors import Invalid as InvalidValues
+from core.errors import StaleVersion
+from workflow.services import annotation_submit
 from projects.models import Stage
 from projects.services import item_stage_set
 
@@ -108,7 +103,7 @@ def test_stale_version_is_refused_never_overwritten(mine, ann_a):
     annotation_save_draft(annotator=ann_a, item=mine.item, values={"label": "harmful"}, version=0)
     with pytest.raises(StaleVersion) as exc:
         annotation_save_draft(annotator=ann_a, item=mine.item, values={"label": "non-harmful"}, version=0)
-    assert exc.value.status_code == 409 and "another tab" in exc.value.message
+    assert exc.value.status == 409 and "another tab" in exc.value.message
     with pytest.raises(StaleVersion):
         annotation_submit(annotator=ann_a, item=mine.item, values=MEME3W_NOT_HARMFUL, version=0)
     assert reload(mine).values["label"] == "harmful"

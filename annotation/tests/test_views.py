@@ -16,7 +16,8 @@ from annotation.factories import (
     ready,
 )
 from annotation.models import Annotation, AnnotatorPreference
-from annotation.services import annotation_audit_assign, annotation_save_draft, annotation_submit
+from annotation.services import annotation_audit_assign, annotation_save_draft
+from workflow.services import annotation_submit
 from annotation.tests.test_submit import CANDIDATE_REPLIES
 
 pytestmark = pytest.mark.django_db

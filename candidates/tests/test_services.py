@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from django.core.exceptions import ValidationError
+from core.errors import ServiceError as ValidationError
 
 from candidates.models import Candidate, CandidateJob, CandidateTask, Provider
 from candidates.prompts import prompt_for_project
@@ -226,7 +226,7 @@ def test_provider_validation(project, changes, field):
     data = {"name": "p", "kind": "openai", "model": "gpt", "api_key_env": "OPENAI_API_KEY", **changes}
     with pytest.raises(ValidationError) as exc:
         provider_create(project=project, **data)
-    assert field in exc.value.message_dict
+    assert field in exc.value.errors
 
 
 def test_provider_names_are_unique_per_project_and_update_works(project):
@@ -278,13 +278,13 @@ def test_a_reply_without_any_usable_field_counts_as_failed(project, lead, items,
 
 def test_large_jobs_are_published_by_workers_in_chunks(project, lead, items, three_providers, fake_llm, monkeypatch,
                                                        django_capture_on_commit_callbacks):
-    from candidates.tasks import candidate_tasks_publish_task
+    from candidates import tasks
 
-    monkeypatch.setattr("candidates.services.PUBLISH_CHUNK", 5)
+    monkeypatch.setattr("candidates.tasks.PUBLISH_CHUNK", 5)
     chunks = []
-    original = candidate_tasks_publish_task.delay_on_commit
-    monkeypatch.setattr(candidate_tasks_publish_task, "delay_on_commit",
-                        lambda ids: (chunks.append(list(ids)), original(ids)))
+    original = tasks.candidate_tasks_publish_ids
+    monkeypatch.setattr(tasks, "candidate_tasks_publish_ids",
+                        lambda *, task_ids: (chunks.append(list(task_ids)), original(task_ids=task_ids))[1])
     job = start(project, lead, django_capture_on_commit_callbacks)
     assert [len(c) for c in chunks] == [5, 5, 2]
     assert job_progress(job=job).done == 12 and len(fake_llm.requests) == 12

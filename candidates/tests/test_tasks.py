@@ -22,10 +22,10 @@ def test_task_options_reached_the_task_object():
     assert task.ignore_result is True
 
 
-def test_publish_task_options_reached_the_task_object():
-    task = app.tasks["candidates.publish_tasks"]
+def test_job_task_options_reached_the_task_object():
+    task = app.tasks["candidates.run_job"]
     assert task.acks_late is True and task.reject_on_worker_lost is True
-    assert task.max_retries == 3 and task.soft_time_limit == 570 and task.time_limit == 600
+    assert task.max_retries == 0 and task.soft_time_limit == 570 and task.time_limit == 600
 
 
 def test_celery_settings_reached_the_app():
@@ -156,11 +156,12 @@ def test_publishing_times_each_message_for_its_own_slot(project, lead, items, fa
     """A job is not published as one burst: each message is due at its slot, the rest later."""
     import time
 
-    from candidates.services import SLOT_LEAD, candidate_tasks_publish
+    from candidates.services import SLOT_LEAD
+    from candidates.tasks import candidate_tasks_publish
     from projects.factories import items_create
 
     settings.REDIS_URL = ""
-    monkeypatch.setattr("candidates.services.DEFAULT_HORIZON", 5.0)
+    monkeypatch.setattr("candidates.tasks.DEFAULT_HORIZON", 5.0)
     more = items_create(project, tmp_path / "more", 6, start=10)
     p = slow_provider(project, fake_llm, 60)  # one per second
     job = candidate_job_start(project=project, user=lead, item_ids=[i.pk for i in items + more], enqueue=False)

@@ -194,8 +194,8 @@ def test_generate_from_the_page_and_follow_progress(project, lead, items, replay
     assert resp.status_code == 302 and resp.url == reverse("candidate_job", args=[project.slug, job.pk])
     page = c.get(resp.url).content.decode()
     assert 'id="total-done">4<' in page and "finished" in page
-    fragment = c.get(resp.url, HTTP_HX_REQUEST="true")
-    assert b"<html" not in fragment.content and b'id="job-progress"' in fragment.content
+    fragment = c.get(reverse("job_partial", args=[project.slug, "candidates", job.pk]), HTTP_HX_REQUEST="true")
+    assert b"<html" not in fragment.content and f'id="job-candidates-{job.pk}"'.encode() in fragment.content
 
 
 def test_running_job_polls_and_failed_tasks_offer_retry(project, lead, items, replay_provider, client_for):
@@ -249,7 +249,7 @@ def test_api_start_and_progress(project, lead, items, replay_provider, client_fo
     assert data["providers"][0]["provider_name"] == "HiddenProviderName"
     bad = c.post(reverse("api_candidate_job_start", args=[project.slug]), {"item_ids": ["x"]},
                  content_type="application/json")
-    assert bad.status_code == 400 and "item_ids" in bad.json()
+    assert bad.status_code == 400 and "item_ids" in bad.json()["errors"]
     unknown = c.post(reverse("api_candidate_job_start", args=[project.slug]), {"item_ids": [999999]},
                      content_type="application/json")
     assert unknown.status_code == 400 and "999999" in unknown.json()["detail"]

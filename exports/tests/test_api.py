@@ -77,7 +77,7 @@ def test_missing_release_file_and_bad_split_get_clear_errors(release, researcher
     for sneaky in ("../../../secret_key", "images/../manifest.json", "%2e%2e/x"):
         assert client.get(f"/api/projects/p1/releases/1/files/{sneaky}").status_code == 404, sneaky
     r = client.get("/api/projects/p1/releases/1/records?split=holdout")
-    assert r.status_code == 400 and "split" in r.json()
+    assert r.status_code == 400 and "split" in r.json()["errors"]
     assert client.get("/api/projects/p1/releases/1/diff/9/").status_code == 404
 
 

@@ -16,7 +16,8 @@ def test_lead_reviews_builds_and_researcher_reads(page, chromium_browser, browse
     near_duplicates_detect(project=project)
     queued: list[int] = []
     # No worker in this test: the build is queued, and the test plays the worker below.
-    monkeypatch.setattr("exports.tasks.export_job_task.delay", lambda job_id: queued.append(job_id))
+    monkeypatch.setattr("exports.tasks.export_job_task.apply_async",
+                        lambda args=(), kwargs=None, **options: queued.append(args[0]))
 
     browser_login(lead)
     page.goto(f"{live_server.url}/p/{project.slug}/")
@@ -37,8 +38,8 @@ def test_lead_reviews_builds_and_researcher_reads(page, chromium_browser, browse
     page.click("#build-release")
     job = ExportJob.objects.get()
     assert queued == [job.pk]
-    job_card = page.locator(f"#job-{job.pk}")
-    expect(job_card.locator(".progress")).to_be_visible()
+    job_card = page.locator(f"#job-release-{job.pk}")
+    expect(job_card.locator(".job-bar")).to_be_visible()
     expect(job_card).to_have_attribute("data-status", "pending")
     release = export_job_run(job=job)  # the worker
     expect(job_card).to_have_attribute("data-status", "done", timeout=10_000)  # htmx polling
@@ -58,7 +59,7 @@ def test_lead_reviews_builds_and_researcher_reads(page, chromium_browser, browse
         other.click("#link-releases")
         expect(other.locator(".release-row")).to_have_count(1)
         expect(other.locator("#build-release")).to_have_count(0)
-        expect(other.locator(".export-job")).to_have_count(0)
+        expect(other.locator(".job-release")).to_have_count(0)
         other.click("text=v1")
         expect(other.locator("#integrity")).to_have_text("passed")
         expect(other.locator('.file-row[data-name="manifest.json"] .sha')).to_have_text(release.manifest_sha256)

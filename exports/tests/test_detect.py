@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from django.core.exceptions import ValidationError
 
 from adjudication.models import HistoryEvent
 from exports.factories import items_import, recompressed
 from exports.models import DedupScan, NearDuplicatePair, PairStatus
-from exports.services import StaleReview, near_duplicate_pair_review, near_duplicates_detect
+from core.errors import Invalid, StaleVersion
+from exports.services import near_duplicate_pair_review, near_duplicates_detect
 from projects.factories import image_bytes
 
 pytestmark = pytest.mark.django_db
@@ -54,16 +54,16 @@ def test_review_marks_pairs_refuses_stale_writes_and_bad_input(project, dup_item
     event = HistoryEvent.objects.get(kind="near_duplicate_review")
     assert event.actor == reviewer and event.new["status"] == "same"
     # the lead saw the pair unreviewed: their judgement is refused instead of silently overwriting
-    with pytest.raises(StaleReview):
+    with pytest.raises(StaleVersion):
         near_duplicate_pair_review(pair=pair, reviewer=lead, decision="different", expected_status="unreviewed")
     pair.refresh_from_db()
     assert pair.status == "same" and pair.reviewed_by == reviewer
     # a correction made knowingly is fine
     near_duplicate_pair_review(pair=pair, reviewer=lead, decision="different", expected_status="same")
     assert NearDuplicatePair.objects.get(pk=pair.pk).status == "different"
-    with pytest.raises(ValidationError):
+    with pytest.raises(Invalid):
         near_duplicate_pair_review(pair=pair, reviewer=lead, decision="maybe", expected_status="different")
-    with pytest.raises(ValidationError):
+    with pytest.raises(Invalid):
         near_duplicate_pair_review(pair=pair, reviewer=lead, decision="same", expected_status="bogus")
 
 

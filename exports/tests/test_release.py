@@ -8,7 +8,8 @@ import stat
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from django.core.exceptions import ValidationError
+
+from core.errors import Busy, Invalid
 
 from adjudication.services import adjudication_next, gold_decide, gold_send_back
 from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, candidates_create
@@ -18,7 +19,6 @@ from exports.factories import annotate_all, gold_create, gold_decide_all, items_
 from exports.models import ExportJob, NearDuplicatePair, Release
 from exports.selectors import candidates_by_item, release_dir, releases_root
 from exports.services import (
-    ExportBusy,
     export_job_run,
     export_job_start,
     near_duplicate_pair_review,
@@ -168,11 +168,11 @@ def test_a_failure_while_publishing_leaves_no_folder(project, gold_items, lead, 
 
 
 def test_start_refuses_without_gold_and_while_a_build_is_active(project, items, lead, annotator_a, annotator_b):
-    with pytest.raises(ValidationError, match="no gold"):
+    with pytest.raises(Invalid, match="no gold"):
         export_job_start(project=project, user=lead, enqueue=False)
     gold_create(project, items[:1], [annotator_a, annotator_b])
     job = export_job_start(project=project, user=lead, enqueue=False)
-    with pytest.raises(ExportBusy):
+    with pytest.raises(Busy):
         export_job_start(project=project, user=lead, enqueue=False)
     export_job_run(job=job)
     assert export_job_run(job=job) is None  # a redelivered task: the job is done, nothing happens
@@ -253,13 +253,16 @@ def test_a_running_job_is_taken_over_only_when_its_worker_must_be_dead(project, 
 
     from django.utils import timezone
 
-    from exports.services import EXPORT_STALE_AFTER
+    from core.models import job_lease
 
-    job = ExportJob.objects.create(project=project, created_by=lead, status="running", started_at=timezone.now())
-    assert export_job_run(job=job) is None  # another worker is on it
-    ExportJob.objects.filter(pk=job.pk).update(started_at=timezone.now() - EXPORT_STALE_AFTER - timedelta(minutes=1))
+    now = timezone.now()
+    job = ExportJob.objects.create(project=project, created_by=lead, status="running", started_at=now, heartbeat_at=now)
+    assert export_job_run(job=job) is None  # another worker is on it (its heartbeat is fresh)
+    ExportJob.objects.filter(pk=job.pk).update(heartbeat_at=now - job_lease() - timedelta(seconds=1))
     leftover = releases_root() / ".building" / f"job-{job.pk}-deadbeef"
     leftover.mkdir(parents=True)
     (leftover / "records.jsonl").write_text("half a file")
     release = export_job_run(job=job)
     assert release is not None and release.number == 1 and not leftover.exists()
+    job.refresh_from_db()
+    assert job.taken_over_at is not None and job.attempts == 1

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from exports.models import ExportJob, NearDuplicatePair, Release
+from django.conf import settings
+
+from exports.models import DedupScan, ExportJob, NearDuplicatePair, Release
 from exports.tasks import export_job_task, near_duplicates_detect_task
 
 
@@ -15,14 +17,18 @@ def test_task_options_reached_celery():
         registered = app.tasks[name]
         assert registered.acks_late is True and registered.reject_on_worker_lost is True
         assert registered.ignore_result is True
-        assert registered.soft_time_limit < registered.time_limit <= 3500  # below the broker's visibility timeout
-    assert export_job_task.max_retries == 0 and near_duplicates_detect_task.max_retries == 2
+        # below the broker's visibility timeout: a running job is never delivered twice
+        assert registered.soft_time_limit < registered.time_limit < settings.CELERY_BROKER_TRANSPORT_OPTIONS.get(
+            "visibility_timeout", 7200)
+    assert export_job_task.max_retries == 0 and near_duplicates_detect_task.max_retries == 0
 
 
 @pytest.mark.django_db
 def test_tasks_run_once_and_ignore_redelivery(project, gold_items, lead):
-    assert near_duplicates_detect_task.delay(project.pk).get() == 0  # the four test images are far apart
-    assert near_duplicates_detect_task.delay(987654).get() == 0  # a deleted project: nothing to do
+    scan = DedupScan.objects.create(project=project, threshold=project.phash_threshold)
+    assert near_duplicates_detect_task.delay(scan.pk).get() == 0  # the four test images are far apart
+    assert near_duplicates_detect_task.delay(scan.pk).get() == 0  # redelivered: the scan is done, nothing happens
+    assert near_duplicates_detect_task.delay(987654).get() == 0  # a deleted scan: nothing to do
     job = ExportJob.objects.create(project=project, created_by=lead)
     export_job_task.delay(job.pk)
     job.refresh_from_db()

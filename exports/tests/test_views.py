@@ -39,7 +39,7 @@ def test_page_roles(client_for, pairs, release, lead, reviewer, researcher, anno
         ("get", "/p/p1/releases/", {lead, researcher}, {reviewer, annotator_a, auditor}),
         ("get", "/p/p1/releases/v1/", {lead, researcher}, {reviewer, annotator_a}),
         ("get", "/p/p1/releases/diff/?from=1&to=1", {lead, researcher}, {reviewer, annotator_a}),
-        ("get", f"/p/p1/releases/jobs/{job.pk}/", {lead}, {researcher, reviewer}),
+        ("get", f"/p/p1/jobs/release/{job.pk}/", {lead}, {researcher, reviewer}),
         ("post", "/p/p1/releases/build/", {lead}, {researcher, reviewer}),
     ]
     for method, url, allowed, refused in checks:
@@ -132,17 +132,17 @@ def test_releases_pages(client_for, project, release, lead, researcher, django_a
     with django_capture_on_commit_callbacks(execute=True):
         assert lead_client.post("/p/p1/releases/build/").status_code == 302
     job = release.project.export_jobs.order_by("-id").first()
-    partial = lead_client.get(f"/p/p1/releases/jobs/{job.pk}/").content.decode()
+    partial = lead_client.get(f"/p/p1/jobs/release/{job.pk}/").content.decode()
     assert "Published" in partial and "v2" in partial and "hx-trigger" not in partial
-    assert release.manifest_sha256 in partial  # file list with sha256
+    assert release.project.releases.get(number=2).manifest_sha256 in partial
     diff = lead_client.get("/p/p1/releases/diff/?from=1&to=2").content.decode()
     assert 'id="identical"' in diff and 'id="n-changed">0<' in diff
 
 
 def test_running_job_partial_polls(client_for, project, gold_items, lead):
     job = export_job_start(project=project, user=lead, enqueue=False)
-    html = client_for(lead).get(f"/p/p1/releases/jobs/{job.pk}/").content.decode()
-    assert 'hx-trigger="every 1s"' in html and "progressbar" in html
+    html = client_for(lead).get(f"/p/p1/jobs/release/{job.pk}/").content.decode()
+    assert 'hx-trigger="every 1s"' in html and "<progress" in html
 
 
 def test_token_page_creates_shows_and_replaces_the_users_own_token(client_for, researcher, lead):

@@ -84,7 +84,7 @@ def test_lead_uploads_zip_and_reads_the_report(client_for, lead, project, django
     assert job.status == "done" and job.imported == 2 and len(job.errors) == 1
     assert b"missing file missing.jpg" in r.content
     assert Item.objects.filter(project=project).count() == 2
-    partial = c.get(reverse("import_job_partial", args=[project.slug, job.pk]))
+    partial = c.get(reverse("job_partial", args=[project.slug, "import", job.pk]))
     assert partial.status_code == 200 and b"<html" not in partial.content and b"refused" in partial.content
 
 
@@ -138,7 +138,7 @@ def test_api_import_lead_only(lead, annotator_a, researcher, outsider, project, 
     assert status["status"] == "done" and status["imported"] == 2
     assert api_for(outsider).get(f"/api/projects/p1/imports/{job_id}/").status_code == 404
     bad = api_for(lead).post("/api/projects/p1/imports/", {}, format="multipart")
-    assert bad.status_code == 400 and "file" in bad.json()
+    assert bad.status_code == 400 and "file" in bad.json()["errors"]
 
 
 def test_openapi_schema_and_docs_are_served(client_for, researcher, project):

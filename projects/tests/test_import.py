@@ -10,7 +10,7 @@ from PIL import Image
 
 from projects.factories import image_bytes, source_write
 from projects.models import ImportJob, Item
-from projects.services import import_job_create, import_job_run
+from projects.imports import import_job_create, import_job_run
 
 pytestmark = pytest.mark.django_db
 
@@ -109,11 +109,11 @@ def test_csv_manifest_in_a_zip_with_subfolders(project, tmp_path):
 def test_unusable_sources_fail_with_a_message(project, tmp_path):
     (tmp_path / "empty").mkdir()
     job = run_import(project, tmp_path / "empty")
-    assert job.status == ImportJob.Status.FAILED and "no manifest" in job.message
+    assert job.status == ImportJob.Status.FAILED and "no manifest" in job.error
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"PK\x03\x04 not really")
     job = run_import(project, bad)
-    assert job.status == ImportJob.Status.FAILED and "zip" in job.message
+    assert job.status == ImportJob.Status.FAILED and "zip" in job.error
     src = tmp_path / "badrows"
     src.mkdir()
     (src / "manifest.jsonl").write_text('{"image": "a.jpg", "text": "x"\n[1,2]\n')

@@ -9,7 +9,8 @@ from quality import selectors
 from quality.factories import annotate_items, audit_submit_all
 from quality.models import AuditItem
 from quality.selectors import audit_report, audit_report_for_export
-from quality.services import QualityError, audit_create
+from core.errors import Invalid
+from quality.services import audit_create
 from quality.tests.conftest import ZORG, rec
 
 GOLD = [
@@ -118,16 +119,16 @@ def test_items_every_auditor_annotated_stay_unassigned_with_a_note(project, gold
 
 
 def test_bad_requests_get_clear_messages(project, lead, gold3, auditor):
-    with pytest.raises(QualityError, match="at most 3"):
+    with pytest.raises(Invalid, match="at most 3"):
         audit_create(project=project, created_by=lead, size=200)
-    with pytest.raises(QualityError, match="smaller than the 3 non-empty strata"):
+    with pytest.raises(Invalid, match="smaller than the 3 non-empty strata"):
         audit_create(project=project, created_by=lead, size=2)
-    with pytest.raises(QualityError, match="at least 1"):
+    with pytest.raises(Invalid, match="at least 1"):
         audit_create(project=project, created_by=lead, size=0)
     from projects.models import Membership
 
     Membership.objects.filter(project=project, role="auditor").delete()
-    with pytest.raises(QualityError, match="no auditor"):
+    with pytest.raises(Invalid, match="no auditor"):
         audit_create(project=project, created_by=lead, size=3)
 
 
@@ -135,7 +136,7 @@ def test_no_gold_yet(project, lead, auditor, annotated):
     from adjudication.models import GoldRecord
 
     GoldRecord.objects.all().delete()
-    with pytest.raises(QualityError, match="no gold records yet"):
+    with pytest.raises(Invalid, match="no gold records yet"):
         audit_create(project=project, created_by=lead, size=1)
 
 
@@ -143,7 +144,7 @@ def test_only_untargeted_gold(project, lead, auditor, tmp_path, annotator_a, ann
     from projects.factories import items_create
 
     annotate_items(project, items_create(project, tmp_path / "nh", 2), [annotator_a, annotator_b], lambda i, k: rec("non-harmful"))
-    with pytest.raises(QualityError, match="No gold item has a target"):
+    with pytest.raises(Invalid, match="No gold item has a target"):
         audit_create(project=project, created_by=lead, size=1)
     audit = audit_create(project=project, created_by=lead, size=1, include_untargeted=True)
     assert audit.strata[0]["label"] == "no target category · text mention absent · visual region absent"

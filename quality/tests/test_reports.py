@@ -156,8 +156,10 @@ def test_task_is_idempotent(project, annotated, lead):
     assert agreement_report_task.delay(row.pk).get() == "done"
     row.refresh_from_db()
     finished = row.finished_at
-    assert agreement_report_compute(report_id=row.pk).finished_at == finished  # redelivery: untouched
-    assert agreement_report_task.delay(999999).get() == "missing"
+    assert agreement_report_compute(report_id=row.pk) is None  # redelivery: not claimed, untouched
+    row.refresh_from_db()
+    assert row.finished_at == finished
+    assert agreement_report_task.delay(999999).get() == "not claimed"
 
 
 def test_a_failing_computation_is_recorded(project, annotated, lead, monkeypatch):

@@ -29,7 +29,7 @@ def endpoints(ids):
         ("get", f"/p/{s}/quality/agreement.json", READERS),
         ("get", f"/p/{s}/quality/agreement.csv", READERS),
         ("post", f"/p/{s}/quality/agreement/compute", LEAD_ONLY),
-        ("get", f"/p/{s}/quality/agreement/jobs/{r}/", LEAD_ONLY),
+        ("get", f"/p/{s}/jobs/agreement/{r}/", LEAD_ONLY),
         ("get", f"/p/{s}/quality/audits/", READERS),
         ("post", f"/p/{s}/quality/audits/", LEAD_ONLY),
         ("get", f"/p/{s}/quality/audits/{a}/", READERS),
@@ -72,7 +72,7 @@ def test_every_endpoint_refuses_outsiders_and_wrong_roles(setup, client, client_
 def test_ids_of_another_project_are_not_reachable(setup, client_for, outsider):
     c = client_for(outsider)  # lead of project "other"
     assert c.get(f"/p/other/quality/audits/{setup['audit']}/").status_code == 404
-    assert c.get(f"/p/other/quality/agreement/jobs/{setup['report']}/").status_code == 404
+    assert c.get(f"/p/other/jobs/agreement/{setup['report']}/").status_code == 404
     assert c.get(f"/api/projects/other/quality/audits/{setup['audit']}/").status_code == 404
 
 
@@ -151,8 +151,8 @@ def test_large_projects_wait_for_the_job(project, annotated, client_for, lead, s
     from quality.services import agreement_report_compute
 
     agreement_report_compute(report_id=row.pk)
-    done = c.get(f"/p/{project.slug}/quality/agreement/jobs/{row.pk}/", HTTP_HX_REQUEST="true")
-    assert done["HX-Refresh"] == "true"
+    done = c.get(f"/p/{project.slug}/jobs/agreement/{row.pk}/", HTTP_HX_REQUEST="true")
+    assert json.loads(done["HX-Trigger"])["job-finished"]["status"] == "done"
     assert c.get(f"/api/projects/{project.slug}/quality/agreement/jobs/{row.pk}/").json()["status"] == "done"
     assert c.get(f"/api/projects/{project.slug}/quality/agreement/").status_code == 200
 

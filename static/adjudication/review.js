@@ -158,7 +158,7 @@ function init(root) {
   async function post(url, body) {
     const r = await fetch(url, {
       method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
       body: JSON.stringify(body),
     });
     let data = {};
@@ -172,7 +172,7 @@ function init(root) {
     try {
       const { status, data } = await post(root.dataset.draftUrl, { draft: { decisions: decisions(), note: note.value }, version });
       if (status === 200) { version = data.version; setStatus("Draft saved", "ok"); }
-      else if (status === 409) { setStatus("Not saved", "bad"); showBanner(data.error, "bad"); }
+      else if (status === 409) { setStatus("Not saved", "bad"); showBanner(data.detail, "bad"); }
       else if (status === 403 || status === 401 || !data.version) { setStatus("Not saved", "bad"); showBanner("Your session ended or access changed: log in again in another tab, then save. Your edits stay on this page.", "bad"); }
       else { setStatus("Not saved", "bad"); }
     } catch {
@@ -205,7 +205,7 @@ function init(root) {
     }
     const { status, data } = result;
     if (status === 200) { setStatus("Gold saved", "ok"); window.location.assign(data.next); return; }
-    if (status === 409) { showBanner(data.error, "bad"); return; }
+    if (status === 409) { showBanner(data.detail, "bad"); return; }
     if (status === 400 && data.errors) {
       for (const [name, msg] of Object.entries(data.errors)) {
         const row = rows.find((r) => r.dataset.name === name);
@@ -215,7 +215,7 @@ function init(root) {
       return;
     }
     formError.hidden = false;
-    formError.textContent = data.error || "Could not save (your session may have ended): log in again in another tab, then save.";
+    formError.textContent = data.detail || "Could not save (your session may have ended): log in again in another tab, then save.";
   });
   root.dataset.ready = "1";
 }

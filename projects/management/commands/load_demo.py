@@ -6,7 +6,8 @@ from django.core.management.base import BaseCommand
 
 from projects.demo import DEMO_PASSWORD_SUFFIX, DEMO_USERS, write_demo_source
 from projects.models import Project
-from projects.services import import_job_create, import_job_run, membership_add, project_create
+from projects.imports import import_job_create, import_job_run
+from projects.services import membership_add, project_create
 
 SIMULATED = "demo-meme3w-simulated"
 
@@ -57,7 +58,7 @@ class Command(BaseCommand):
             if slug == SIMULATED:
                 self._simulate(project, users, quiet=quiet)
             if not quiet:
-                self.stdout.write(f"{name}: {project.items.count()} items ({job.imported} new, {len(job.errors)} refused)")
+                self.stdout.write(f"{name}: {project.items.count()} items ({job.imported} new, {job.refused} refused)")
         if not quiet:
             self.stdout.write("Demo logins (username / password):")
             for username in [*DEMO_USERS, "admin"]:

@@ -17,7 +17,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, project: str, weeks: int, audit_size: int, no_audit: bool, **options):
         from quality.demo import demo_audit, demo_simulate
-        from quality.services import QualityError
+        from core.errors import ServiceError
 
         p = Project.objects.filter(slug=project).first()
         if p is None:
@@ -36,6 +36,6 @@ class Command(BaseCommand):
         if not no_audit:
             try:
                 audit = demo_audit(project=p, lead=leads[0], size=audit_size)
-            except QualityError as exc:
+            except ServiceError as exc:
                 raise CommandError(exc.message) from None
             self.stdout.write(f"audit #{audit['audit']}: {audit['submitted']} of {audit['size']} blind annotations submitted")

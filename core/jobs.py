@@ -1,0 +1,228 @@
+"""The one job mechanism: enqueue on commit, claim, progress with heartbeat, finish, fail,
+cancel, takeover of a job whose worker was lost, and the periodic sweeper.
+
+Lifecycle of a job row (a model derived from core.models.Job)::
+
+    PENDING --claim--> RUNNING --finish--> DONE
+                          |  \\--fail----> FAILED      (any exception, with the step named)
+                          |   \\-cancel--> CANCELLED   (the lead asked; checked at each progress)
+                          \\--heartbeat older than the lease--> taken over by the next claim
+
+Delivery and liveness (README "Jobs"): tasks are ``acks_late`` and the broker redelivers an
+unacknowledged message after its visibility timeout (hours, longer than any task's time
+limit, so a running job is never delivered twice). Liveness is the heartbeat instead: a worker
+killed mid-job stops renewing it, and within ``CONCORD_JOB_LEASE_SECONDS`` (+ one sweep
+interval) the sweeper re-sends the job's task, whose claim takes the job over. The claim is
+a conditional UPDATE, so of two deliveries only one runs the job.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from celery import current_app
+from django.apps import apps
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from core.models import ACTIVE, Job, JobStatus, job_lease
+
+log = logging.getLogger(__name__)
+
+J = TypeVar("J", bound=Job)
+
+#: Progress writes are throttled to one per this many seconds (the last one always lands).
+PROGRESS_INTERVAL = 0.5
+MAX_ERROR = 4000
+
+
+class JobCancelled(Exception):
+    """Raised inside a running job when a lead cancelled it; the runner records it."""
+
+
+class JobFailed(Exception):
+    """A job that cannot go on, with a message fit for the lead (recorded verbatim)."""
+
+
+def job_models() -> list[type[Job]]:
+    return [m for m in apps.get_models() if issubclass(m, Job)]
+
+
+def task_send(task_name: str, *args, countdown: float | None = None, **kwargs) -> None:
+    """Send a Celery task by name once the current transaction commits (now, outside one).
+
+    By name, through the app's registry, so that services never import their tasks module
+    (tasks import services; apps' ready() load the tasks). Eager mode (tests) runs it inline.
+    """
+    def send() -> None:
+        current_app.tasks[task_name].apply_async(args=args, kwargs=kwargs or None, countdown=countdown)
+
+    transaction.on_commit(send)
+
+
+def job_enqueue(job: Job) -> None:
+    task_send(job.task_name, job.pk)
+
+
+def job_claim(model: type[J], job_id: int) -> J | None:
+    """PENDING -> RUNNING, or take over a RUNNING job whose heartbeat is older than the lease.
+
+    Returns the claimed row (fresh from the database) or None when the job is finished,
+    missing, or alive in another worker. Expects no lock; the UPDATE is conditional.
+    """
+    now = timezone.now()
+    fresh = model.objects.filter(pk=job_id, status=JobStatus.PENDING, cancel_requested=False).update(
+        status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1,
+    )
+    if not fresh:
+        stale = now - job_lease()
+        fresh = model.objects.filter(pk=job_id, status=JobStatus.RUNNING).filter(
+            Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale)
+        ).update(heartbeat_at=now, taken_over_at=now, attempts=F("attempts") + 1)
+        if fresh:
+            log.warning("%s %s: heartbeat older than %s, taken over", model.kind, job_id, job_lease())
+    if not fresh:
+        return None
+    return model.objects.get(pk=job_id)
+
+
+class Progress:
+    """Progress writer of one running job: ``progress(done, total, phase=...)``.
+
+    Each write renews the heartbeat; writes are throttled (the job may call it per row).
+    Raises JobCancelled when a lead asked to cancel. ``phase`` names the current step, which a
+    failure message repeats.
+    """
+
+    def __init__(self, job: Job):
+        self.job = job
+        self.model = type(job)
+        self.phase = job.phase
+        self.done = job.progress_done
+        self.total = job.progress_total
+        self._last = 0.0
+        self.fields: dict = {}
+
+    def __call__(self, done: int | None = None, total: int | None = None, *, phase: str | None = None,
+                 force: bool = False, **fields) -> None:
+        """``fields``: other columns of the job row checkpointed in the same UPDATE (counters
+        a resumed job continues from)."""
+        self.fields.update(fields)
+        changed_phase = phase is not None and phase != self.phase
+        if phase is not None:
+            self.phase = phase[:80]
+        if done is not None:
+            self.done = int(done)
+        if total is not None:
+            self.total = int(total)
+        now = time.monotonic()
+        if not (force or changed_phase or now - self._last >= PROGRESS_INTERVAL):
+            return
+        self._last = now
+        updated = self.model.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING).update(
+            phase=self.phase, progress_done=self.done, progress_total=self.total, heartbeat_at=timezone.now(),
+            **self.fields,
+        )
+        if updated and self.model.objects.filter(pk=self.job.pk, cancel_requested=True).exists():
+            raise JobCancelled(f"cancelled during {self.phase or 'the job'}")
+        if not updated:
+            # Finished or cancelled elsewhere (e.g. a lead cancelled a stalled job): stop here.
+            raise JobCancelled("the job is no longer running")
+
+    def heartbeat(self) -> None:
+        self(force=True)
+
+
+def job_finish(job: Job, **fields) -> bool:
+    """RUNNING -> DONE with ``fields`` in the same UPDATE (atomic publication of a result)."""
+    updated = type(job).objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+        status=JobStatus.DONE, finished_at=timezone.now(), heartbeat_at=timezone.now(),
+        progress_done=F("progress_total"), error="", **fields,
+    )
+    return bool(updated)
+
+
+def job_fail(job: Job, message: str) -> None:
+    type(job).objects.filter(pk=job.pk, status__in=ACTIVE).update(
+        status=JobStatus.FAILED, error=message[:MAX_ERROR], finished_at=timezone.now(),
+    )
+
+
+def job_cancel(job: Job) -> Job:
+    """A lead's cancel: a queued or stalled job ends at once; a live one stops at its next
+    progress report (the runner then records it as cancelled)."""
+    model = type(job)
+    now = timezone.now()
+    model.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(
+        status=JobStatus.CANCELLED, finished_at=now, cancel_requested=True, error="cancelled before it started")
+    job.refresh_from_db()
+    if job.status == JobStatus.RUNNING:
+        if job.stalled:
+            model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+                status=JobStatus.CANCELLED, finished_at=now, cancel_requested=True,
+                error="cancelled while stalled (its worker was lost)")
+        else:
+            model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(cancel_requested=True)
+        job.refresh_from_db()
+    return job
+
+
+def job_run(model: type[J], job_id: int, work: Callable[[J, Progress], None],
+            cleanup: Callable[[J], None] | None = None) -> J | None:
+    """Claim the job and run ``work(job, progress)``; every way out ends the job.
+
+    ``work`` finishes the job itself (``job_finish``, with its result) when it succeeds. Any
+    exception marks it failed with the step and the error; JobCancelled marks it cancelled.
+    ``cleanup`` runs after every attempt that did not finish (temporary files, build folders).
+    Returns the row as it ended, or None when the job was not claimed.
+    """
+    job = job_claim(model, job_id)
+    if job is None:
+        return None
+    progress = Progress(job)
+    try:
+        work(job, progress)
+    except JobCancelled as exc:
+        model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.CANCELLED, finished_at=timezone.now(), error=str(exc)[:MAX_ERROR])
+    except JobFailed as exc:
+        job_fail(job, str(exc))
+    except BaseException as exc:
+        step = f" during {progress.phase}" if progress.phase else ""
+        log.exception("%s %s failed%s", model.kind, job.pk, step)
+        job_fail(job, f"{type(exc).__name__}{step}: {exc}")
+        if not isinstance(exc, Exception):
+            raise  # SystemExit / KeyboardInterrupt: recorded, then let the worker stop
+    finally:
+        job.refresh_from_db()
+        if job.status != JobStatus.DONE and cleanup is not None:
+            try:
+                cleanup(job)
+            except Exception:  # noqa: BLE001 - cleanup must not mask the job's own error
+                log.exception("cleanup of %s %s failed", model.kind, job.pk)
+    return job
+
+
+def jobs_sweep(*, now=None) -> dict[str, int]:
+    """Re-send the task of every job whose worker was lost, and of queued jobs whose message
+    was lost; run each kind's own repair. Idempotent (claims are conditional); returns counts.
+    """
+    now = now or timezone.now()
+    stale = now - job_lease()
+    counts: dict[str, int] = {}
+    for model in job_models():
+        lost = model.objects.filter(
+            Q(status=JobStatus.RUNNING) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
+            | Q(status=JobStatus.PENDING, created_at__lt=stale, cancel_requested=False)
+        ).values_list("pk", flat=True)
+        ids = list(lost[:1000])
+        for pk in ids:
+            task_send(model.task_name, pk)
+        extra = model.sweep_extra(now=now)
+        if ids or extra:
+            counts[model.kind] = len(ids) + extra
+            log.info("sweeper: %s: %d job(s) re-sent, %d repaired", model.kind, len(ids), extra)
+    return counts
