@@ -8,14 +8,13 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from adjudication.models import AdjudicationTask, GoldRecord, HistoryEvent, LexiconVersion
+from annotation.models import Annotation, AnnotationRevision
 from projects.access import roles_of
 from projects.fieldtypes import REGISTRY
 from projects.models import Item, Project, Role
 
 
 def _annotated(user, item: Item) -> bool:
-    from annotation.models import Annotation
-
     return Annotation.objects.filter(item=item, annotator=user, kind="annotation").exists()
 
 
@@ -64,8 +63,6 @@ def _segments(text: str, mentions: list[str | None]) -> list[tuple[str, str]]:
 
 
 def review_context(*, task: AdjudicationTask) -> dict:
-    from annotation.models import Annotation
-
     item = task.item
     schema = item.project.get_schema()
     by_id = Annotation.objects.in_bulk(task.annotation_ids)
@@ -96,8 +93,6 @@ def review_context(*, task: AdjudicationTask) -> dict:
 
 
 def review_queue_counts(*, project: Project, user) -> dict:
-    from annotation.models import Annotation
-
     mine_annotated = Annotation.objects.filter(annotator=user, kind="annotation").values("item")
     open_tasks = AdjudicationTask.objects.filter(item__project=project, status=AdjudicationTask.Status.OPEN)
     return {
@@ -111,8 +106,6 @@ def review_queue_counts(*, project: Project, user) -> dict:
 def item_history(*, item: Item) -> dict:
     """Everything that happened to an item, for leads: annotation revisions (with annotator
     names: leads may see them), routing, gold revisions, send-backs."""
-    from annotation.models import AnnotationRevision
-
     events = []
     for rev in AnnotationRevision.objects.filter(annotation__item=item).select_related("annotation__annotator", "saved_by"):
         events.append({"when": rev.saved_at, "kind": f"annotation v{rev.version} ({rev.status})",

@@ -125,7 +125,7 @@ def lexicon_seed(*, project: Project) -> LexiconVersion | None:
 def compare_annotations(*, project: Project, values: list[dict], lexicon: dict | None) -> dict[str, str]:
     """Worst per-field outcome over every annotator pair."""
     schema = project.get_schema()
-    worst = {name: AGREE for name in schema.names}
+    worst = dict.fromkeys(schema.names, AGREE)
     for a, b in combinations(values, 2):
         for name, outcome in schema.compare(a, b, thresholds=project.thresholds, lexicon=lexicon).items():
             if _RANK[outcome] > _RANK[worst[name]]:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from annotation.services import assignment_claim_next, content_warning_accept
+from candidates.models import Provider
+from candidates.services import candidate_store, provider_create
 from projects.models import Stage
 from projects.services import item_stage_set
 
@@ -42,9 +44,6 @@ MODEL_NAMES = ["gpt-4o-hidden-model", "gemini-hidden-model", "qwen-vl-hidden-mod
 def candidates_create(item, replies: list[dict], *, prompt_version: str = "v1"):
     """Store one candidate per reply, each from its own provider (made through candidates.services)."""
     import json
-
-    from candidates.models import Provider
-    from candidates.services import candidate_store, provider_create
 
     out = []
     for i, reply in enumerate(replies):

@@ -14,8 +14,8 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from django.db.models import Count, Q
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q
 from django.http import Http404
 from django.utils import timezone
 

@@ -20,7 +20,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import Case, Count, IntegerField, Q, Value, When
 from django.utils import timezone
 
-from annotation.models import Annotation, AnnotationRevision, AnnotatorPreference, Assignment, Kind, assignment_of, slot_held
+from annotation.models import (
+    Annotation,
+    AnnotationRevision,
+    AnnotatorPreference,
+    Assignment,
+    Kind,
+    assignment_of,
+    slot_held,
+)
 from annotation.selectors import session_count
 from candidates.selectors import candidate_id_for_letter, candidates_for_annotator
 from core.errors import Conflict, Invalid, NotFound, StaleVersion

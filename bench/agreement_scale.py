@@ -30,26 +30,26 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse  # noqa: E402
-import resource  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
-import warnings  # noqa: E402
-from functools import partial  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import resource
+import sys
+import time
+import tracemalloc
+import warnings
+from functools import partial
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
-import krippendorff  # noqa: E402
+import krippendorff
 
-from metrics import resample as rs  # noqa: E402
-from metrics.agreement import krippendorff_alpha  # noqa: E402
-from metrics.bootstrap import resample_indices  # noqa: E402
-from metrics.tests import recompute  # noqa: E402
+from metrics import resample as rs
+from metrics.agreement import krippendorff_alpha
+from metrics.bootstrap import resample_indices
+from metrics.tests import recompute
 
 POOL = 20
 CATEGORIES = ("group background", "religion and caste", "gender", "health condition", None)

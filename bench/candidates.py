@@ -22,6 +22,7 @@ Goals: >= 90% of the limit, 0 duplicates.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -205,10 +206,8 @@ def main() -> int:
         return 0 if ok else 2
     finally:
         for w in workers:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(w.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         for w in workers:
             try:
                 w.wait(timeout=20)

@@ -39,8 +39,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.hamming import brute_force_pairs, near_duplicate_pairs, plan_search  # noqa: E402
-from lib.phash import DRAFT_SIZE, phash_fast  # noqa: E402
+from lib.hamming import brute_force_pairs, near_duplicate_pairs, plan_search
+from lib.phash import DRAFT_SIZE, phash_fast
 
 PHOTOS = (
     "astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry",

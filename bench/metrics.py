@@ -30,11 +30,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from metrics.agreement import cohen_kappa, kappa_ci  # noqa: E402
-from metrics.boxes import enclosing_iou_batch  # noqa: E402
-from metrics.bootstrap import mean_ci  # noqa: E402
-from metrics.entity import TABLE8_LEXICON, Lexicon, f1_rel_batch  # noqa: E402
-from metrics.text import token_f1_batch  # noqa: E402
+from metrics.agreement import cohen_kappa, kappa_ci
+from metrics.bootstrap import mean_ci
+from metrics.boxes import enclosing_iou_batch
+from metrics.entity import TABLE8_LEXICON, Lexicon, f1_rel_batch
+from metrics.text import token_f1_batch
 
 CATEGORIES = ("group background", "religion and caste", "gender", "health condition")
 CATEGORY_P = (0.33, 0.25, 0.24, 0.18)

@@ -21,7 +21,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
-from projects.presets import AHA_HATEFUL_TYPES, AHA_NON_HATEFUL_TYPES, AHA_PROTECTED_CATEGORIES, AHA_SCHEMA, MEME3W_SCHEMA
+from projects.presets import (
+    AHA_HATEFUL_TYPES,
+    AHA_NON_HATEFUL_TYPES,
+    AHA_PROTECTED_CATEGORIES,
+    AHA_SCHEMA,
+    MEME3W_SCHEMA,
+)
 from projects.schema import Schema
 from quality import compute
 from quality.compute import Unit

@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 
 from django.conf import settings
-from core.errors import ServiceError
 
 from candidates.models import Candidate, Provider, ProviderKind
 from candidates.services import candidate_job_run_inline, candidate_job_start, provider_create
+from core.errors import ServiceError
 from projects.demo import demo_truth
 from projects.models import Project
 

@@ -8,7 +8,6 @@ redelivered Celery task unable to duplicate work.
 """
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Count, Q
 

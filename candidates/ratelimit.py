@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from candidates.models import RateLimitSlot
+
 # Ten minutes: far below the Redis broker's visibility timeout (an hour), beyond which a message
 # waiting in a worker would be delivered a second time.
 DEFAULT_HORIZON = 600.0
@@ -135,8 +137,6 @@ def rate_limit_reserve_many(*, provider, count: int, horizon: float = DEFAULT_HO
             keys=[rate_key(provider)], args=[f"{interval:.6f}", f"{horizon:.3f}", str(int(count))]
         )
         return Batch(waits=[float(w) for w in waits], backlog=float(backlog))
-    from candidates.models import RateLimitSlot
-
     with transaction.atomic():
         slot = _db_slot(provider, RateLimitSlot)
         now = time.time()
@@ -158,8 +158,6 @@ def rate_limit_penalize(*, provider, seconds: float) -> None:
     if settings.REDIS_URL:
         _redis().penalize(keys=[rate_key(provider)], args=[f"{seconds:.3f}"])
         return
-    from candidates.models import RateLimitSlot
-
     with transaction.atomic():
         slot = _db_slot(provider, RateLimitSlot)
         until = time.time() + seconds
@@ -177,8 +175,6 @@ def _db_slot(provider, model):
 
 
 def _db_reserve(*, provider, interval: float, horizon: float) -> Grant:
-    from candidates.models import RateLimitSlot
-
     # One short transaction per reservation: on PostgreSQL the row lock serializes workers,
     # on SQLite the IMMEDIATE transaction takes the database write lock.
     with transaction.atomic():

@@ -11,15 +11,11 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
-
-from core.errors import Invalid
-from core.jobs import job_enqueue
-from core.models import ACTIVE, JobStatus
 
 from candidates.models import Candidate, CandidateJob, CandidateTask, Provider, ProviderKind
 from candidates.parsing import parse_reply
@@ -32,7 +28,10 @@ from candidates.providers import (
     TransientProviderError,
     client_for,
 )
-from candidates.ratelimit import DEFAULT_HORIZON, rate_limit_penalize, rate_limit_reserve, rate_limit_reserve_many
+from candidates.ratelimit import DEFAULT_HORIZON, rate_limit_penalize, rate_limit_reserve
+from core.errors import Invalid
+from core.jobs import job_enqueue
+from core.models import ACTIVE, JobStatus
 from projects.imaging import image_path
 from projects.models import Item, Project, Stage
 

@@ -5,12 +5,14 @@ so a typo cannot silently drop them.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
 
 from celery import current_app, shared_task
 from celery.signals import worker_init
+from django.utils import timezone
 
 from candidates.models import CandidateJob, CandidateTask, Provider, ProviderKind
 from candidates.ratelimit import DEFAULT_HORIZON, rate_limit_reserve_many
@@ -23,7 +25,6 @@ from candidates.services import (
     candidate_task_release,
 )
 from core.jobs import Progress, job_run
-from django.utils import timezone
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +76,8 @@ def candidate_task_run(self, task_id: int, slot_at: float | None = None) -> str:
         except Exception as exc:  # a bug or a database outage: never leave the row "running"
             log.exception("candidate task %s crashed", task_id)
 
-            try:
+            with contextlib.suppress(Exception):
                 candidate_task_release(task_id=task_id, error=f"internal error: {type(exc).__name__}: {exc}")
-            except Exception:  # noqa: BLE001 - the database may be the problem; the lease expires
-                pass
             outcome = Outcome("retry", error=f"internal error: {type(exc).__name__}: {exc}")
         slot_at = None
         if outcome.kind == "wait":

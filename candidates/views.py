@@ -1,7 +1,6 @@
 """Lead pages (providers, jobs, progress) and the annotator's anonymized candidate fragment."""
 from __future__ import annotations
 
-import json
 import os
 
 from django.contrib import messages

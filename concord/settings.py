@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "workflow",
     "quality",
     "exports",
+    "demo",
 ]
 
 MIDDLEWARE = [

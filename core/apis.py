@@ -14,6 +14,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.errors import ServiceError
 
+
 def _flatten(detail: Any) -> str:
     if isinstance(detail, dict):
         return "; ".join(f"{k}: {_flatten(v)}" for k, v in detail.items())

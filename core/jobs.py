@@ -201,7 +201,7 @@ def job_run(model: type[J], job_id: int, work: Callable[[J, Progress], None],
         if job.status != JobStatus.DONE and cleanup is not None:
             try:
                 cleanup(job)
-            except Exception:  # noqa: BLE001 - cleanup must not mask the job's own error
+            except Exception:
                 log.exception("cleanup of %s %s failed", model.kind, job.pk)
     return job
 

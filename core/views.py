@@ -10,8 +10,8 @@ from django.http import HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from core.parsers import MAX_JSON_DEPTH, depth_within
 from core.errors import Invalid, ServiceError
+from core.parsers import MAX_JSON_DEPTH, depth_within
 
 
 def error_response(request, exc: ServiceError, *, back: str | None = None):

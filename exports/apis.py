@@ -13,7 +13,8 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from exports.models import ExportJob, Release
+from core.apis import ErrorOutput, JobOutput
+from exports.models import Release
 from exports.ranges import ranged_file_response
 from exports.selectors import (
     export_job_get_for_project,
@@ -27,7 +28,6 @@ from exports.selectors import (
 from exports.services import export_job_start
 from exports.splitting import SPLITS
 from exports.views import LEAD, RELEASE_READERS
-from core.apis import ErrorOutput, JobOutput
 from projects.access import project_get_for_user
 
 CONTENT_TYPES = {

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from adjudication.services import lexicon_current
+from annotation.models import Annotation
 from exports.selectors import (
     SplitPlan,
     annotator_pseudonyms,
@@ -201,8 +203,6 @@ def _released_rank(plan: SplitPlan) -> Callable[[int], int]:
 def _write_annotations(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, tick: _Ticker,
                        offset: int) -> tuple[FileDigest, int, int]:
     """annotations.jsonl: every submitted annotation and audit of a released item, pseudonymous."""
-    from annotation.models import Annotation
-
     out = JsonlWriter(dest / "annotations.jsonl")
     rank = _released_rank(plan)
     rows = (
@@ -259,8 +259,6 @@ def _write_candidates(*, project: Project, plan: SplitPlan, dest: Path, tick: _T
 
 def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Progress) -> BuildResult:
     """Write every file of a release into ``dest`` (which must not exist yet)."""
-    from adjudication.services import lexicon_current
-
     dest.mkdir(parents=True)
     n = int(plan.released.sum())
     tick = _Ticker(progress, total=3 * n + 1)

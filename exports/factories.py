@@ -7,8 +7,10 @@ from collections.abc import Callable
 from adjudication.services import adjudication_next, gold_decide
 from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, items_open, ready
 from annotation.services import assignment_claim_next
-from workflow.services import annotation_submit
+from projects.factories import source_write
+from projects.imports import import_job_create, import_job_run
 from projects.models import Item, Project
+from workflow.services import annotation_submit
 
 
 def meme3w_values(item: Item) -> dict:
@@ -78,9 +80,6 @@ def as_png(data: bytes) -> bytes:
 
 def items_import(project: Project, folder, rows: list[dict]) -> list[Item]:
     """Import rows {source_id, data (image bytes), text, redistributable?, ext?} in order."""
-    from projects.factories import source_write
-    from projects.imports import import_job_create, import_job_run
-
     manifest, files = [], {}
     for r in rows:
         name = f"{r['source_id']}.{r.get('ext', 'jpg')}"

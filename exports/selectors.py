@@ -18,6 +18,9 @@ from django.db.models import Count, Min, Q
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
+from adjudication.models import GoldRecord
+from annotation.models import Annotation
+from candidates.models import Candidate
 from exports.models import DedupScan, ExportJob, NearDuplicatePair, PairStatus, Release
 from exports.splitting import (
     SPLITS,
@@ -30,6 +33,7 @@ from exports.splitting import (
 )
 from projects.fieldtypes import REGISTRY
 from projects.models import Item, Project, Stage
+from quality.selectors import agreement_report_for_export, audit_report_for_export
 
 NONE_LABEL = "(none)"
 
@@ -131,8 +135,6 @@ def coco_fields(schema: dict) -> tuple[dict | None, dict | None]:
 
 def released_gold_queryset(*, project: Project):
     """Current gold of the project's items that may be released (not excluded by a lead)."""
-    from adjudication.models import GoldRecord
-
     return GoldRecord.objects.filter(item__project=project, is_current=True).exclude(item__stage=Stage.EXCLUDED)
 
 
@@ -375,9 +377,6 @@ def annotator_pseudonyms(*, project: Project) -> dict[tuple[str, int], str]:
     Numbered by each person's first submission (first gold decision for reviewers), ties by
     user id: a person keeps their number as the project grows, and usernames never leave.
     """
-    from adjudication.models import GoldRecord
-    from annotation.models import Annotation
-
     out: dict[tuple[str, int], str] = {}
     rows = (
         Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED)
@@ -412,8 +411,6 @@ def candidates_by_item(*, project: Project, chunk_size: int = 2000) -> Iterator[
     candidate of each provider, sorted by provider name then id. Same rule as
     ``candidates.selectors.candidates_with_identity`` (a test holds them equal), one query for
     the whole project instead of one per item."""
-    from candidates.models import Candidate
-
     rows = (
         Candidate.objects.filter(item__project=project, parse_error="")
         .order_by("item_id", "provider_id", "-created_at", "-id")
@@ -436,21 +433,8 @@ def candidates_by_item(*, project: Project, chunk_size: int = 2000) -> Iterator[
 # Quality reports (written by the quality app)
 # ------------------------------------------------------------------------------------------
 
-QUALITY_UNAVAILABLE = {"status": "unavailable", "reason": "the quality app is not installed in this Concord version"}
-
-
 def quality_reports_for_export(*, project: Project) -> tuple[dict, dict]:
-    """(agreement.json, audit.json) contents from ``quality.selectors``.
-
-    Imported lazily: while the quality app is absent both files say ``{"status": "unavailable"}``;
-    once it exists its reports are used without any change here.
-    """
-    try:
-        from quality.selectors import agreement_report_for_export, audit_report_for_export
-    except ImportError as exc:
-        if exc.name in ("quality", "quality.selectors"):
-            return dict(QUALITY_UNAVAILABLE), dict(QUALITY_UNAVAILABLE)
-        raise
+    """(agreement.json, audit.json) contents from ``quality.selectors``."""
     agreement = agreement_report_for_export(project=project)
     audit = audit_report_for_export(project=project)
     if audit is None:

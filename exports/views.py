@@ -8,11 +8,12 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.errors import ServiceError
+from core.views import service_errors
 from exports.models import PairStatus
 from exports.selectors import (
     candidate_groups,
     dedup_scan_latest,
-    export_job_get_for_project,
     export_jobs_for_project,
     items_not_scanned,
     pair_counts,
@@ -32,8 +33,6 @@ from exports.services import (
     near_duplicate_pair_review,
     near_duplicates_scan_start,
 )
-from core.errors import ServiceError
-from core.views import service_errors
 from projects.access import project_get_for_user
 from projects.models import Role
 

@@ -12,8 +12,7 @@ member (scipy's connected components). Pure: no Django.
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import combinations
@@ -381,7 +380,9 @@ def _distinct_pairs(u: np.ndarray, t: int, plan: SearchPlan, workers: int, chunk
         for g in range(n_groups):
             if bits[g::n_groups]:
                 tasks.append((s, bits[g::n_groups]))
-    run: Callable[[tuple[int, list[int]]], np.ndarray] = lambda task: _search_task(subs, task[0], task[1], t, chunk)
+
+    def run(task: tuple[int, list[int]]) -> np.ndarray:
+        return _search_task(subs, task[0], task[1], t, chunk)
     if workers > 1:
         # numpy releases the GIL inside its array loops, so threads scale without copying data
         # and without child processes (which Celery's daemonic workers may not create).

@@ -71,6 +71,7 @@ Output
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
@@ -260,10 +261,8 @@ def load_rgb(source: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Im
             # Checked on the header, before decoding: a 1 kB PNG can declare 1e10 pixels.
             raise OcrError("too_large", f"image over the pixel limit ({width}x{height} > {max_pixels:,} pixels)")
         if opened_here:
-            try:
+            with contextlib.suppress(EOFError, AttributeError):
                 img.seek(0)  # first frame of an animation (no-op otherwise)
-            except (EOFError, AttributeError):
-                pass
         try:
             img.load()
         except Image.DecompressionBombError as exc:

@@ -69,9 +69,7 @@ def _open(source: ImageSource) -> Iterator[Image.Image]:
         return
     if isinstance(source, (bytes, bytearray, memoryview)):
         img = Image.open(io.BytesIO(source))
-    elif isinstance(source, (str, os.PathLike)):
-        img = Image.open(source)
-    elif hasattr(source, "read"):
+    elif isinstance(source, (str, os.PathLike)) or hasattr(source, "read"):
         img = Image.open(source)
     else:
         raise TypeError(f"expected a PIL image, a path, bytes or a binary file, got {type(source).__name__}")

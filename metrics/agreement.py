@@ -24,6 +24,7 @@ and ``"gender"`` are two) -- callers normalize choice values first.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Literal
@@ -339,10 +340,8 @@ def pairwise_kappas(
     annotators^2): the reference definition; :mod:`metrics.resample` bootstraps it at scale.
     """
     ids = list(dict.fromkeys(r for it in items for r in it))
-    try:
+    with contextlib.suppress(TypeError):
         ids.sort()
-    except TypeError:
-        pass
     rank = {r: j for j, r in enumerate(ids)}
     pairs: dict[tuple[Hashable, Hashable], tuple[list, list]] = {}
     for it in items:

@@ -42,8 +42,8 @@ is averaged over is empty.
 from __future__ import annotations
 
 import math
-from numbers import Real
 from collections.abc import Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 import numpy as np

@@ -9,8 +9,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from PIL import Image, ImageDraw
 
-from projects.models import Item, Project
 from projects.imports import import_job_create, import_job_run
+from projects.models import Item, Project
 from projects.services import membership_add, project_create
 
 PASSWORD = "correct-horse-battery-staple"

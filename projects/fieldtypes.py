@@ -940,7 +940,7 @@ class PairListType(FieldType):
                    else ""))
 
     def prompt_example(self, spec: dict) -> Any:
-        return [{p: "..." for p in self.parts(spec)}]
+        return [dict.fromkeys(self.parts(spec), "...")]
 
 
 REGISTRY: dict[str, FieldType] = {

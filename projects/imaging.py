@@ -73,7 +73,7 @@ def check_image(data: bytes) -> CheckedImage:
             raise ImageRejected("not an image (Pillow cannot identify it)") from None
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
             raise ImageRejected(f"image over the pixel limit ({max_pixels:,} pixels)") from None
-        except Exception as exc:  # noqa: BLE001 - any parser failure is a refused row, not a crash
+        except Exception as exc:
             raise ImageRejected(f"not an image ({type(exc).__name__})") from None
         fmt = img.format or ""
         if fmt not in FORMAT_EXTENSIONS:
@@ -89,7 +89,7 @@ def check_image(data: bytes) -> CheckedImage:
             img.load()
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
             raise ImageRejected(f"image over the pixel limit ({max_pixels:,} pixels)") from None
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ImageRejected(f"truncated or corrupt image ({exc})") from None
     ext = FORMAT_EXTENSIONS[fmt]
     orientation = img.getexif().get(_EXIF_ORIENTATION, 1)

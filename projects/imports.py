@@ -145,7 +145,7 @@ def _import_work(job: ImportJob, progress: Progress) -> None:
                     try:
                         outcome, problem = _import_row(project=job.project, source=source, row=row.data,
                                                        seen_source_ids=seen)
-                    except Exception as exc:  # noqa: BLE001 - one bad row never aborts the import
+                    except Exception as exc:
                         log.exception("import job %s row %s failed", job.pk, row.number)
                         outcome, problem = "error", Problem("internal", f"unexpected error ({type(exc).__name__})")
                     if problem is not None:

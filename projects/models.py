@@ -5,6 +5,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.models import Job
+from projects.schema import Schema
 
 
 class Role(models.TextChoices):
@@ -53,8 +54,6 @@ class Project(models.Model):
         return self.name
 
     def get_schema(self):
-        from projects.schema import Schema
-
         return Schema(self.schema)
 
 

@@ -50,15 +50,14 @@ class Schema:
                                           or not 0 <= threshold <= 1):
                 raise SchemaError(f"field {name!r}: threshold must be a number between 0 and 1")
             cond = spec.get("visible_if")
-            if cond is not None:
-                if (
-                    not isinstance(cond, dict)
-                    or cond.get("field") not in self.by_name
-                    or not isinstance(cond.get("in"), list)
-                ):
-                    raise SchemaError(
-                        f"field {name!r}: visible_if must name an earlier field and list values under 'in'"
-                    )
+            if cond is not None and (
+                not isinstance(cond, dict)
+                or cond.get("field") not in self.by_name
+                or not isinstance(cond.get("in"), list)
+            ):
+                raise SchemaError(
+                    f"field {name!r}: visible_if must name an earlier field and list values under 'in'"
+                )
             self.by_name[name] = spec
         for spec in self.fields:
             target = spec.get("link_to")

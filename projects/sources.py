@@ -13,7 +13,6 @@ Uploads are hostile until proven otherwise:
 from __future__ import annotations
 
 import csv
-import io
 import json
 import posixpath
 import zipfile
@@ -108,7 +107,7 @@ class ImportSource:
     @staticmethod
     def _clean(name: str) -> str | None:
         name = name.replace("\\", "/")
-        if name.startswith("/") or name.startswith("__MACOSX/") or "\x00" in name:
+        if name.startswith(("/", "__MACOSX/")) or "\x00" in name:
             return None
         norm = posixpath.normpath(name)
         if norm.startswith("../") or norm == ".." or norm == ".":
@@ -172,7 +171,7 @@ class ImportSource:
         path = (self.root / self.manifest_name).resolve()
         if self.root not in path.parents:
             raise SourceError(f"{self.manifest_name} lies outside the upload")
-        return open(path, "rb")  # noqa: SIM115 - closed by the caller's with-block
+        return open(path, "rb")
 
     def count_rows(self, limits: Limits) -> int:
         """Rows the manifest will yield (for the progress bar): one streaming pass, bounded."""

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-from collections import defaultdict
-
 import json
+from collections import defaultdict
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required

@@ -21,11 +21,18 @@ from unittest import mock
 
 from django.utils import timezone
 
-from annotation.models import Kind
+from adjudication.models import GoldRecord
+from adjudication.services import adjudication_next, gold_decide
+from annotation.models import Annotation, Kind
 from annotation.services import assignment_claim_next, content_warning_accept
-from workflow.services import annotation_submit
+from candidates.demo import _box
+from candidates.selectors import candidates_for_annotator
 from projects.demo import demo_truth
+from projects.fieldtypes import AGREE
 from projects.models import Item, Project, Stage
+from quality.selectors import audit_population
+from quality.services import audit_create
+from workflow.services import annotation_submit
 
 CATEGORIES = ["group background", "religion and caste", "gender", "health condition"]
 
@@ -38,8 +45,6 @@ def clock(at):
 
 
 def true_box(item: Item) -> list[int]:
-    from candidates.demo import _box
-
     return _box((item.source_id or item.import_key) + "model-1")
 
 
@@ -89,8 +94,6 @@ def _slip(rng: random.Random, values: dict, item: Item, care: float) -> dict:
 
 def _record(rng: random.Random, item: Item, user, *, anchoring: float, care: float) -> tuple[dict, dict]:
     """(values, provenance by letter) of one simulated annotator for one item."""
-    from candidates.selectors import candidates_for_annotator
-
     cands = candidates_for_annotator(item=item, user=user)
     if cands and rng.random() < 0.06 * anchoring:
         # Takes a whole candidate without checking: the anchoring the analytics should reveal.
@@ -167,10 +170,6 @@ def demo_simulate(*, project: Project, annotators: list, reviewer, weeks: int = 
 
 def adjudicate_closest(*, project: Project, reviewer) -> int:
     """The reviewer picks, per disputed field, the annotation closest to what they believe."""
-    from adjudication.services import adjudication_next, gold_decide
-    from annotation.models import Annotation
-    from projects.fieldtypes import AGREE
-
     done = 0
     while (task := adjudication_next(project=project, reviewer=reviewer)) is not None:
         truth = belief(task.item)
@@ -184,7 +183,7 @@ def adjudicate_closest(*, project: Project, reviewer) -> int:
             decisions[field] = {"pick": best} if best else {"value": truth.get(field)}
         try:
             gold_decide(task=task, reviewer=reviewer, decisions=decisions, note="demo", version=task.version)
-        except Exception:  # noqa: BLE001 - a mixed pick breaking a conditional rule: take the belief whole
+        except Exception:
             gold_decide(task=task, reviewer=reviewer, decisions={f: {"value": truth.get(f)} for f in task.comparison},
                         note="demo", version=task.version)
         done += 1
@@ -193,10 +192,6 @@ def adjudicate_closest(*, project: Project, reviewer) -> int:
 
 def demo_audit(*, project: Project, lead, size: int = 200, seed: int = 7) -> dict:
     """Create a blind audit and let the auditors submit their annotations (no candidates)."""
-    from adjudication.models import GoldRecord
-    from quality.selectors import audit_population
-    from quality.services import audit_create
-
     rng = random.Random(seed)
     population = len(audit_population(project=project))
     audit = audit_create(project=project, created_by=lead, size=min(size, population), seed=seed)

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from adjudication.models import GoldRecord
+from adjudication.services import adjudication_next, gold_decide
 from annotation.models import Kind
 from annotation.services import assignment_claim_next, content_warning_accept
-from workflow.services import annotation_submit
+from candidates.demo import DEMO_MODELS, meme3w_reply
+from candidates.models import Provider
+from candidates.services import candidate_store, provider_create
+from projects.fieldtypes import AGREE
 from projects.models import Item, Stage
 from projects.services import item_stage_set
+from workflow.services import annotation_submit
 
 
 def annotate_items(project, items: list[Item], annotators: list, values_for: Callable[[Item, int], dict],
@@ -35,9 +41,6 @@ def annotate_items(project, items: list[Item], annotators: list, values_for: Cal
 def adjudicate_all(project, reviewer, pick: int = 1) -> int:
     """The reviewer settles every open task by taking Annotator ``pick``'s value for each
     disputed field. Returns the number of tasks decided."""
-    from adjudication.services import adjudication_next, gold_decide
-    from projects.fieldtypes import AGREE
-
     done = 0
     while (task := adjudication_next(project=project, reviewer=reviewer)) is not None:
         decisions = {f: {"pick": pick} for f, outcome in task.comparison.items() if outcome != AGREE}
@@ -48,8 +51,6 @@ def adjudicate_all(project, reviewer, pick: int = 1) -> int:
 
 def audit_submit_all(audit, values_for: Callable[[Item, dict], dict]) -> int:
     """Every assigned auditor submits their blind annotation; ``values_for(item, gold_values)``."""
-    from adjudication.models import GoldRecord
-
     n = 0
     for ai in audit.audit_items.select_related("item", "auditor", "annotation").filter(auditor__isnull=False):
         content_warning_accept(user=ai.auditor, project=audit.project)
@@ -67,10 +68,6 @@ def demo_candidates(items: list[Item], *, leaky: bool = True) -> None:
     """Candidates of the demo's three replay models for each item (through candidates.services),
     plus, with ``leaky``, a fourth model whose entity is a string that must never reach an auditor."""
     import json
-
-    from candidates.demo import DEMO_MODELS, meme3w_reply
-    from candidates.models import Provider
-    from candidates.services import candidate_store, provider_create
 
     for item in items:
         project = item.project

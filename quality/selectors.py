@@ -24,6 +24,9 @@ from django.utils import timezone
 from adjudication.models import GoldRecord, LexiconVersion
 from adjudication.services import lexicon_current
 from annotation.models import Annotation, Kind
+from candidates.models import Candidate, Provider
+from metrics.bootstrap import mean_ci
+from metrics.records import FIELDS, field_scores, jra_scores
 from projects.models import Item, Project, Role, Stage
 from quality import compute
 from quality.compute import Unit
@@ -287,8 +290,6 @@ def audit_get_for_project(*, project: Project, audit_id) -> Audit:
 def _latest_candidates(*, item_ids: list[int]) -> tuple[dict[tuple[int, int], dict], dict[int, dict]]:
     """({(item id, provider id): fields} of the newest successful candidate per provider,
     {provider id: {name, model}}) in one query."""
-    from candidates.models import Candidate
-
     latest: dict[tuple[int, int], dict] = {}
     providers: dict[int, dict] = {}
     rows = (
@@ -304,8 +305,6 @@ def _latest_candidates(*, item_ids: list[int]) -> tuple[dict[tuple[int, int], di
 
 
 def _uses_record_metrics(schema) -> bool:
-    from metrics.records import FIELDS
-
     return set(FIELDS) <= set(schema.names)
 
 
@@ -349,9 +348,6 @@ def model_scores(*, schema, item_ids: list[int], references: dict[str, list[dict
 
 
 def _score_against(schema, preds, golds, item_ids, *, lexicon, record_metrics: bool, with_ci: bool) -> dict:
-    from metrics.bootstrap import mean_ci
-    from metrics.records import field_scores, jra_scores
-
     if not golds:
         return {}
     if record_metrics:
@@ -453,8 +449,6 @@ def anchoring_report(*, project: Project, with_gold_scores: bool = True) -> dict
     each provider's own scores against the current gold records (Table 1 columns + JRA for
     meme3w-shaped schemas). Four queries plus the gold-scoring ones.
     """
-    from candidates.models import Candidate
-
     schema = project.get_schema()
     names = schema.names
     anns = list(
@@ -465,11 +459,9 @@ def anchoring_report(*, project: Project, with_gold_scores: bool = True) -> dict
     item_ids = sorted({a[0] for a in anns})
     latest, providers = _latest_candidates(item_ids=item_ids)
     cand_provider = dict(Candidate.objects.filter(item__project=project).values_list("id", "provider_id"))
-    provider_info = {pid: info for pid, info in providers.items()}
+    provider_info = dict(providers.items())
     missing = set(cand_provider.values()) - set(provider_info)
     if missing:
-        from candidates.models import Provider
-
         for pid, name, model in Provider.objects.filter(pk__in=missing).values_list("id", "name", "model"):
             provider_info[pid] = {"name": name, "model": model}
     offered_by_item: dict[int, dict[int, set]] = defaultdict(dict)

@@ -6,11 +6,10 @@ import secrets
 
 from django.db import IntegrityError, transaction
 
-from core.errors import Invalid, ServiceError
-from core.jobs import Progress, job_enqueue, job_finish, job_run
-
 from annotation.models import Annotation, Kind
 from annotation.services import annotation_audit_assign
+from core.errors import Invalid, ServiceError
+from core.jobs import Progress, job_enqueue, job_finish, job_run
 from projects.models import Item, Project
 from quality import compute, selectors
 from quality.models import AgreementReport, Audit, AuditItem

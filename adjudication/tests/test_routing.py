@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from core.errors import ServiceError as ValidationError
 
 from adjudication.models import AdjudicationTask, GoldRecord, HistoryEvent
 from adjudication.services import (
@@ -13,6 +12,7 @@ from adjudication.services import (
 )
 from annotation.factories import MEME3W_HARMFUL as HARMFUL
 from annotation.factories import MEME3W_NOT_HARMFUL as NOT_HARMFUL
+from core.errors import ServiceError as ValidationError
 from projects.models import Item, Stage
 
 pytestmark = pytest.mark.django_db

@@ -13,9 +13,9 @@ from annotation.models import Annotation, Assignment
 from annotation.selectors import annotator_progress
 from annotation.services import ItemClosed, SlotTaken, annotation_save_draft, annotation_skip, assignment_claim_next
 from core.errors import Invalid as InvalidValues
-from workflow.services import annotation_submit
 from projects.models import Stage
 from projects.services import item_stage_set
+from workflow.services import annotation_submit
 
 pytestmark = pytest.mark.django_db
 

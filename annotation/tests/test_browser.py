@@ -9,8 +9,8 @@ from playwright.sync_api import expect
 from annotation.factories import MEME3W_HARMFUL, candidates_create, claim, items_open, ready
 from annotation.models import Annotation
 from annotation.services import annotation_save_draft
-from workflow.services import annotation_submit
 from annotation.tests.test_submit import CANDIDATE_REPLIES
+from workflow.services import annotation_submit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

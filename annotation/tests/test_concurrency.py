@@ -14,9 +14,9 @@ from django.db import connection, connections
 from annotation.factories import MEME3W_HARMFUL, items_open, ready
 from annotation.models import Annotation, Assignment
 from annotation.services import assignment_claim_next
-from workflow.services import annotation_submit
 from conftest import require
 from projects.services import membership_add
+from workflow.services import annotation_submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,7 +29,7 @@ def run_threads(target, args_list):
         try:
             barrier.wait(timeout=10)
             target(*args)
-        except Exception as exc:  # noqa: BLE001 - reported below
+        except Exception as exc:
             errors.append(exc)
         finally:
             connections.close_all()

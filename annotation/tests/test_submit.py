@@ -12,9 +12,9 @@ from annotation.selectors import annotation_state, submitted_annotations_for_ite
 from annotation.services import ItemClosed, NotAssigned, annotation_audit_assign, annotation_save_draft
 from core.errors import Invalid as InvalidValues
 from core.errors import StaleVersion
-from workflow.services import annotation_submit
 from projects.models import Stage
 from projects.services import item_stage_set
+from workflow.services import annotation_submit
 
 pytestmark = pytest.mark.django_db
 

@@ -17,8 +17,8 @@ from annotation.factories import (
 )
 from annotation.models import Annotation, AnnotatorPreference
 from annotation.services import annotation_audit_assign, annotation_save_draft
-from workflow.services import annotation_submit
 from annotation.tests.test_submit import CANDIDATE_REPLIES
+from workflow.services import annotation_submit
 
 pytestmark = pytest.mark.django_db
 

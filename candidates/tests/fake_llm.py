@@ -28,9 +28,10 @@ import re
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 GEMINI_PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
 
@@ -95,10 +96,10 @@ class FakeLLM:
             def log_message(self, *args):  # quiet
                 pass
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 fake._handle(self)
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 self._send(404, {"error": {"message": "not found"}})
 
             def _send(self, status, payload, headers=None, raw: bytes | None = None):

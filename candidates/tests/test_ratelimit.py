@@ -18,7 +18,7 @@ def redis_available(url: str) -> bool:
         import redis
 
         return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
-    except Exception:  # noqa: BLE001 - any failure means "not available"
+    except Exception:
         return False
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-from core.errors import ServiceError as ValidationError
 
 from candidates.models import Candidate, CandidateJob, CandidateTask, Provider
 from candidates.prompts import prompt_for_project
@@ -17,6 +16,7 @@ from candidates.services import (
     provider_set_enabled,
     provider_update,
 )
+from core.errors import ServiceError as ValidationError
 from projects.models import Item, Stage
 
 pytestmark = pytest.mark.django_db

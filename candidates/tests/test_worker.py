@@ -1,6 +1,7 @@
 """A real Celery worker process against Redis + PostgreSQL, killed in the middle of a batch."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -24,7 +25,7 @@ def _redis_ok(url: str) -> bool:
         import redis
 
         return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
 
 
@@ -54,10 +55,8 @@ def start_worker(*, db_name: str, log: Path, concurrency: int = 4, name: str = "
 
 def kill_hard(proc: subprocess.Popen) -> None:
     """SIGKILL the worker and its pool children, as a crashed machine would leave them."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait(timeout=10)
 
 

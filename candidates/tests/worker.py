@@ -11,7 +11,7 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "concord.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 

@@ -9,7 +9,17 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core.jobs import JobCancelled, JobFailed, Progress, job_cancel, job_claim, job_finish, job_models, job_run, jobs_sweep
+from core.jobs import (
+    JobCancelled,
+    JobFailed,
+    Progress,
+    job_cancel,
+    job_claim,
+    job_finish,
+    job_models,
+    job_run,
+    jobs_sweep,
+)
 from core.models import JobStatus, job_lease
 from projects.models import ImportJob
 

@@ -8,7 +8,7 @@ from exports.models import NearDuplicatePair, PairStatus
 from exports.selectors import split_plan, strata_fields
 from exports.services import near_duplicates_detect
 from projects.models import Stage
-from projects.presets import AHA_SCHEMA, MEMECAP_SCHEMA, MEME3W_SCHEMA
+from projects.presets import AHA_SCHEMA, MEME3W_SCHEMA, MEMECAP_SCHEMA
 from projects.services import item_stage_set
 
 pytestmark = pytest.mark.django_db

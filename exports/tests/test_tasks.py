@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from django.conf import settings
 
 from exports.models import DedupScan, ExportJob, NearDuplicatePair, Release
@@ -12,7 +11,7 @@ from exports.tasks import export_job_task, near_duplicates_detect_task
 def test_task_options_reached_celery():
     from concord.celery import app
 
-    for name, task in (("exports.detect_near_duplicates", near_duplicates_detect_task),
+    for name, _task in (("exports.detect_near_duplicates", near_duplicates_detect_task),
                        ("exports.build_release", export_job_task)):
         registered = app.tasks[name]
         assert registered.acks_late is True and registered.reject_on_worker_lost is True

@@ -6,19 +6,14 @@ small inputs are planned as brute force and would otherwise never reach the inde
 """
 from __future__ import annotations
 
-import functools
-import io
 import math
 from collections import deque
-from pathlib import Path
 
-import imagehash
 import numpy as np
 import pybktree
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from PIL import Image
 
 from lib.hamming import (
     SearchPlan,
@@ -30,14 +25,7 @@ from lib.hamming import (
     plan_search,
 )
 from lib.phash import (
-    DRAFT_SIZE,
-    _lanczos_resize,
     hamming_distance,
-    phash_array,
-    phash_fast,
-    phash_hex,
-    phash_int,
-    phash_reference,
 )
 
 HYPOTHESIS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -115,7 +103,7 @@ def components_bfs(n: int, pairs: np.ndarray) -> np.ndarray:
 # near_duplicate_pairs == brute force
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("t", range(0, 11))
+@pytest.mark.parametrize("t", range(11))
 @pytest.mark.parametrize("kind", ["uniform", "clustered"])
 def test_pairs_equal_brute_force_every_plan(t: int, kind: str) -> None:
     hashes = uniform(1500, t) if kind == "uniform" else clustered(1500, 150, seed=t)
@@ -290,7 +278,7 @@ def test_plan_choice() -> None:
     big = plan_search(1_000_000, 8)
     assert big.method == "mih" and big.widths == (22, 21, 21) and big.radii == (2, 2, 2)
     assert plan_search(1_000_000, 64).method == "brute"  # everything pairs anyway
-    for t in range(0, 12):
+    for t in range(12):
         widths, radii = _split_plan(t + 1, t)
         assert sum(widths) == 64 and not any(radii)  # the classic exact-substring scheme
         for m in range(1, t + 2):

@@ -614,7 +614,7 @@ def test_concurrent_calls_share_one_engine_and_agree(astronaut_meme: Meme, astro
             engines.append(id(ocr._get_engine()))
             img = astronaut_meme.image if k % 2 == 0 else other.image
             results.append((k, ocr_read(img).as_dict()))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]

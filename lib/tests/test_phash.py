@@ -14,20 +14,14 @@ from pathlib import Path
 
 import imagehash
 import numpy as np
-import pybktree
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings
 from PIL import Image
 
 from lib.hamming import (
     SearchPlan,
     _split_plan,
-    brute_force_pairs,
-    connected_groups,
-    near_duplicate_groups,
     near_duplicate_pairs,
-    plan_search,
 )
 from lib.phash import (
     DRAFT_SIZE,
@@ -121,7 +115,7 @@ PHOTOS = (
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def photo(name: str) -> Image.Image:
     import skimage.data
 

@@ -19,7 +19,7 @@ CHECK = {"V": ["v1", "v2", "v3"], "I": ["i1"], "K": ["k1", "k2"], "R": ["r1"]}
 
 
 def all_pass(checklist: dict = CHECK) -> dict:
-    return {layer: {rid: True for rid in ids} for layer, ids in checklist.items()}
+    return {layer: dict.fromkeys(ids, True) for layer, ids in checklist.items()}
 
 
 def test_both_judges_pass_everything() -> None:

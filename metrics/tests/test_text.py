@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from metrics.tests.strategies import FAST, mixed_text, optional_mixed_text, squad_ascii_text
 from metrics.text import (
     exact_match,
     exact_match_batch,
@@ -18,7 +19,6 @@ from metrics.text import (
     token_f1_batch,
     tokens,
 )
-from metrics.tests.strategies import FAST, mixed_text, optional_mixed_text, squad_ascii_text
 
 
 # --- Reference: the official SQuAD v1.1 evaluate script (evaluate-v1.1.py), verbatim logic.

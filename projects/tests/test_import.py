@@ -9,8 +9,8 @@ from django.core.management import call_command
 from PIL import Image
 
 from projects.factories import image_bytes, source_write
-from projects.models import ImportJob, Item
 from projects.imports import import_job_create, import_job_run
+from projects.models import ImportJob, Item
 
 pytestmark = pytest.mark.django_db
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Annotation
+from core.errors import Invalid
 from quality import selectors
 from quality.factories import annotate_items, audit_submit_all
 from quality.models import AuditItem
 from quality.selectors import audit_report, audit_report_for_export
-from core.errors import Invalid
 from quality.services import audit_create
 from quality.tests.conftest import ZORG, rec
 

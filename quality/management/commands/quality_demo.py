@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import ServiceError
 from projects.models import Membership, Project, Role
+from quality.demo import demo_audit, demo_simulate
 
 
 class Command(BaseCommand):
@@ -16,9 +18,6 @@ class Command(BaseCommand):
         parser.add_argument("--no-audit", action="store_true")
 
     def handle(self, *args, project: str, weeks: int, audit_size: int, no_audit: bool, **options):
-        from quality.demo import demo_audit, demo_simulate
-        from core.errors import ServiceError
-
         p = Project.objects.filter(slug=project).first()
         if p is None:
             raise CommandError(f"No project {project!r}: run `manage.py load_demo` first.")

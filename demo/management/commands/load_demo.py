@@ -4,10 +4,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from annotation.models import Annotation
+from candidates.demo import demo_candidates_load
+from exports.services import export_job_run, export_job_start, near_duplicates_detect
 from projects.demo import DEMO_PASSWORD_SUFFIX, DEMO_USERS, write_demo_source
-from projects.models import Project
 from projects.imports import import_job_create, import_job_run
+from projects.models import Project
 from projects.services import membership_add, project_create
+from quality.demo import demo_audit, demo_simulate
 
 SIMULATED = "demo-meme3w-simulated"
 
@@ -49,12 +53,8 @@ class Command(BaseCommand):
             source = settings.VAR_DIR / "demo_source" / slug
             write_demo_source(source, limit=limit)
             job = import_job_run(job=import_job_create(project=project, user=users["lead"], source_name="demo"), path=source)
-            from candidates.demo import demo_candidates_load  # replay "model-1/2/3": candidates offline
-
-            demo_candidates_load(project=project, lead=users["lead"])
-            from exports.services import near_duplicates_detect  # near-duplicate pairs for the review queue
-
-            near_duplicates_detect(project=project)
+            demo_candidates_load(project=project, lead=users["lead"])  # replay "model-1/2/3": offline
+            near_duplicates_detect(project=project)  # near-duplicate pairs for the review queue
             if slug == SIMULATED:
                 self._simulate(project, users, quiet=quiet)
             if not quiet:
@@ -66,10 +66,6 @@ class Command(BaseCommand):
 
     def _simulate(self, project, users, *, quiet):
         """Simulated annotation, adjudication, audit and release v1 (once per install)."""
-        from annotation.models import Annotation
-        from exports.services import export_job_run, export_job_start
-        from quality.demo import demo_audit, demo_simulate
-
         if Annotation.objects.filter(item__project=project).exists():
             return
         annotators = [users["annotator1"], users["annotator2"]]
