@@ -29,8 +29,8 @@ from projects.presets import (
     MEME3W_SCHEMA,
 )
 from projects.schema import Schema
-from quality import compute
-from quality.compute import Unit
+from quality import agreement
+from quality.agreement import Unit
 
 CATS = ["group background", "religion and caste", "gender", "health condition"]
 
@@ -66,7 +66,7 @@ def main() -> None:
                 "text_mention": rng.choice([None, "them", "those people"]), "visual_region": []}
         units.append(Unit(i, (meme3w_record(rng, base), meme3w_record(rng, base)), (1, 2)))
     t = time.perf_counter()
-    compute.agreement_figures(Schema(MEME3W_SCHEMA), units, lexicon={"Muslims": "Muslim people"})
+    agreement.agreement_figures(Schema(MEME3W_SCHEMA), units, lexicon={"Muslims": "Muslim people"})
     print(f"meme3w, {args.items} items x 2: {time.perf_counter() - t:.1f} s")
 
     n = args.items // 2
@@ -79,7 +79,7 @@ def main() -> None:
                  "non_hateful_type": [rng.choice(AHA_NON_HATEFUL_TYPES)]})
         units.append(Unit(i, tuple(aha_record(rng, base) for _ in range(3)), (1, 2, 3)))
     t = time.perf_counter()
-    compute.agreement_figures(Schema(AHA_SCHEMA), units, lexicon=None)
+    agreement.agreement_figures(Schema(AHA_SCHEMA), units, lexicon=None)
     print(f"aha, {n} items x 3: {time.perf_counter() - t:.1f} s")
 
 

@@ -33,7 +33,8 @@ from exports.splitting import (
 )
 from projects.fieldtypes import REGISTRY
 from projects.models import Item, Project, Stage
-from quality.selectors import agreement_report_for_export, audit_report_for_export
+from quality.audits import audit_report_for_export
+from quality.reports import agreement_report_for_export
 
 NONE_LABEL = "(none)"
 

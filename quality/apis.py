@@ -17,7 +17,7 @@ from core.errors import Invalid
 from projects.access import project_get_for_user
 from projects.models import Role
 from projects.selectors import job_get_for_project
-from quality import selectors
+from quality import anchoring, audits, reports
 from quality.forms import ReportFilterForm
 from quality.models import AgreementReport
 from quality.services import (
@@ -48,9 +48,9 @@ def _clean_filters(project, data) -> tuple[dict | None, dict | None]:
     unknown = sorted(set(data) - keys - {"format", "limit", "offset"})
     if unknown:
         return None, {"__all__": [f"unknown filter(s): {', '.join(unknown)}"]}
-    form = ReportFilterForm(present or None, options=selectors.filter_options(project=project))
+    form = ReportFilterForm(present or None, options=reports.filter_options(project=project))
     if not present:
-        return dict(selectors.DEFAULT_FILTERS), None
+        return dict(reports.DEFAULT_FILTERS), None
     if not form.is_valid():
         return None, {k: [str(m) for m in v] for k, v in form.errors.items()}
     return form.filters(), None
@@ -159,7 +159,7 @@ class AuditListApi(APIView):
     @extend_schema(summary="Candidate-blind audits of the project (leads, researchers)", responses=AuditSummaryOutput(many=True))
     def get(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
-        return Response(AuditSummaryOutput(selectors.audits_for_project(project=project), many=True).data)
+        return Response(AuditSummaryOutput(audits.audits_for_project(project=project), many=True).data)
 
 
 class AuditCreateInput(serializers.Serializer):
@@ -181,7 +181,7 @@ class AuditCreateApi(APIView):
         data = AuditCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         audit = audit_create(project=project, created_by=request.user, **data.validated_data)
-        row = selectors.audits_for_project(project=project).get(pk=audit.pk)
+        row = audits.audits_for_project(project=project).get(pk=audit.pk)
         return Response(AuditSummaryOutput(row).data, status=status.HTTP_201_CREATED)
 
 
@@ -190,8 +190,8 @@ class AuditReportApi(APIView):
                    responses={200: OpenApiTypes.OBJECT})
     def get(self, request, slug, audit_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
-        audit = selectors.audit_get_for_project(project=project, audit_id=audit_id)
-        return Response(selectors.audit_report(audit=audit))
+        audit = audits.audit_get_for_project(project=project, audit_id=audit_id)
+        return Response(audits.audit_report(audit=audit))
 
 
 class AnchoringApi(APIView):
@@ -199,4 +199,4 @@ class AnchoringApi(APIView):
                    responses={200: OpenApiTypes.OBJECT})
     def get(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-        return Response(selectors.anchoring_report(project=project))
+        return Response(anchoring.anchoring_report(project=project))

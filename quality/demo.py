@@ -30,7 +30,7 @@ from candidates.selectors import candidates_for_annotator
 from projects.demo import demo_truth
 from projects.fieldtypes import AGREE
 from projects.models import Item, Project, Stage
-from quality.selectors import audit_population
+from quality.audits import audit_population
 from quality.services import audit_create
 from workflow.services import annotation_submit
 

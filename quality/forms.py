@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django import forms
 
-from quality import compute
+from quality import agreement
 from quality.services import DEFAULT_AUDIT_SIZE, MAX_AUDIT_SIZE
 
 MAX_SPAN_DAYS = 3660
@@ -45,7 +45,7 @@ class ReportFilterForm(forms.Form):
             "category": d.get("category") or "",
             "date_from": d["date_from"].isoformat() if d.get("date_from") else "",
             "date_to": d["date_to"].isoformat() if d.get("date_to") else "",
-            "scope": d.get("scope") or compute.DEFAULT_SCOPE,
+            "scope": d.get("scope") or agreement.DEFAULT_SCOPE,
         }
 
 

@@ -11,7 +11,7 @@ from annotation.services import annotation_audit_assign
 from core.errors import Invalid, ServiceError
 from core.jobs import Progress, job_enqueue, job_finish, job_run
 from projects.models import Item, Project
-from quality import compute, selectors
+from quality import agreement, audits, reports
 from quality.models import AgreementReport, Audit, AuditItem
 from quality.sampling import SamplingError, stratified_sample
 
@@ -24,9 +24,9 @@ MAX_AUDIT_SIZE = 10_000
 # ---------------------------------------------------------------------------- agreement reports
 
 def _row_for(*, project: Project, filters: dict, user) -> tuple[AgreementReport, bool]:
-    full = {**selectors.DEFAULT_FILTERS, **filters}
-    key = selectors.filter_key(full)
-    fp = selectors.data_fingerprint(project=project)
+    full = {**reports.DEFAULT_FILTERS, **filters}
+    key = reports.filter_key(full)
+    fp = reports.data_fingerprint(project=project)
     try:
         with transaction.atomic():
             return AgreementReport.objects.get_or_create(
@@ -62,7 +62,7 @@ def agreement_report_request(*, project: Project, filters: dict, user, force: bo
 
 
 def _compute(row: AgreementReport, progress: Progress) -> None:
-    result = selectors.agreement_report_build(
+    result = reports.agreement_report_build(
         project=row.project, filters=row.filters,
         progress=lambda done, total: progress(done, total, phase="computing field figures"),
     )
@@ -97,14 +97,14 @@ def agreement_report_current(*, project: Project, filters: dict, user) -> dict:
     submissions) computed now into the cache. Otherwise the job computing it (if a lead started
     one) and the last report of older data, marked stale. Returns {row, result, stale, job, failed}.
     """
-    fp = selectors.data_fingerprint(project=project)
-    row = selectors.cached_report(project=project, filters=filters, fingerprint=fp)
-    small = selectors.submitted_annotation_count(project=project) <= selectors.sync_max_annotations(project=project)
+    fp = reports.data_fingerprint(project=project)
+    row = reports.cached_report(project=project, filters=filters, fingerprint=fp)
+    small = reports.submitted_annotation_count(project=project) <= reports.sync_max_annotations(project=project)
     if small and (row is None or row.status == Status.PENDING):
         row = agreement_report_compute_now(project=project, filters=filters, user=user)
     if row is not None and row.status == Status.DONE:
         return {"row": row, "result": row.result, "stale": False, "job": None, "failed": None}
-    stale = selectors.latest_done_report(project=project, filters=filters)
+    stale = reports.latest_done_report(project=project, filters=filters)
     return {
         "row": stale,
         "result": stale.result if stale else None,
@@ -136,12 +136,12 @@ def audit_create(*, project: Project, created_by, size: int = DEFAULT_AUDIT_SIZE
         seed = secrets.randbelow(2**31)
     elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise Invalid("The seed must be a non-negative whole number.")
-    auditors = list(selectors.auditors_for_project(project=project))
+    auditors = list(audits.auditors_for_project(project=project))
     if not auditors:
         raise Invalid("This project has no auditor yet. Add a member with the auditor role, then create the audit.")
-    population = selectors.audit_population(project=project, include_untargeted=include_untargeted)
+    population = audits.audit_population(project=project, include_untargeted=include_untargeted)
     if not population:
-        if include_untargeted or not selectors.audit_population(project=project, include_untargeted=True):
+        if include_untargeted or not audits.audit_population(project=project, include_untargeted=True):
             raise Invalid("There are no gold records yet: the audit samples gold items, so finish "
                                "annotation and adjudication of some items first.")
         raise Invalid("No gold item has a target yet (all are e.g. non-harmful). Tick “also sample items "
@@ -150,11 +150,11 @@ def audit_create(*, project: Project, created_by, size: int = DEFAULT_AUDIT_SIZE
         raise Invalid(f"Only {len(population)} gold item(s) can be sampled; choose a size of at most "
                            f"{len(population)}.")
     schema = project.get_schema()
-    plans = compute.field_plans(schema)
+    plans = agreement.field_plans(schema)
     strata: dict[str, list[int]] = {}
     labels: dict[str, str] = {}
     for item_id, values in population:
-        key, label = selectors.stratum_of(schema, plans, values)
+        key, label = audits.stratum_of(schema, plans, values)
         strata.setdefault(key, []).append(item_id)
         labels[key] = label
     annotated: dict[int, set[int]] = {}

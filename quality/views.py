@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from core.views import form_errors
 from projects.access import project_get_for_user
 from projects.models import Role
-from quality import display, selectors
+from quality import anchoring, audits, display, progress, reports
 from quality.forms import AuditCreateForm, ReportFilterForm
 from quality.models import AgreementReport
 from quality.services import agreement_report_current, agreement_report_request, audit_create
@@ -38,16 +38,16 @@ def _filters(data, project) -> tuple[ReportFilterForm, dict | None]:
     """(form, cleaned filters or None when invalid). No query parameters: the defaults."""
     keys = set(ReportFilterForm.base_fields)
     present = {k: v for k, v in data.items() if k in keys}
-    form = ReportFilterForm(present or None, options=selectors.filter_options(project=project))
+    form = ReportFilterForm(present or None, options=reports.filter_options(project=project))
     if not present:
-        return form, dict(selectors.DEFAULT_FILTERS)
+        return form, dict(reports.DEFAULT_FILTERS)
     return (form, form.filters()) if form.is_valid() else (form, None)
 
 
 def _query(filters: dict | None) -> str:
     if not filters:
         return ""
-    clean = {k: v for k, v in filters.items() if v and selectors.DEFAULT_FILTERS.get(k) != v}
+    clean = {k: v for k, v in filters.items() if v and reports.DEFAULT_FILTERS.get(k) != v}
     return ("?" + urlencode(clean)) if clean else ""
 
 
@@ -74,21 +74,21 @@ def _agreement_context(request, project) -> dict:
 def dashboard(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
     ctx = _agreement_context(request, project)
-    ctx["pipeline_svg"] = display.pipeline_chart(selectors.pipeline_counts(project=project))
+    ctx["pipeline_svg"] = display.pipeline_chart(progress.pipeline_counts(project=project))
     ctx["throughput"] = display.throughput_charts(
-        selectors.throughput_by_annotator(project=project), selectors.throughput_by_day(project=project)
+        progress.throughput_by_annotator(project=project), progress.throughput_by_day(project=project)
     )
     result = (ctx.get("state") or {}).get("result")
     if result:
         dash = result["dashboard"]
         ids = {x for c in dash["confusions"] for m in c["matrices"] if m["pair"] for x in m["pair"]}
         ctx["over_time_svg"] = display.over_time_chart(dash["over_time"])
-        ctx["confusions"] = display.confusion_charts(dash["confusions"], selectors.usernames(ids=ids))
+        ctx["confusions"] = display.confusion_charts(dash["confusions"], progress.usernames(ids=ids))
         ctx["histograms"] = display.histogram_charts(dash["histograms"])
         ctx["worst"] = display.worst_rows(project, dash["worst_items"])
-    anchoring = selectors.anchoring_report(project=project, with_gold_scores=False)
-    ctx["anchoring"] = anchoring
-    ctx["anchoring_svg"] = display.anchoring_charts(anchoring)["overall"] if anchoring["models"] else None
+    anchor = anchoring.anchoring_report(project=project, with_gold_scores=False)
+    ctx["anchoring"] = anchor
+    ctx["anchoring_svg"] = display.anchoring_charts(anchor)["overall"] if anchor["models"] else None
     return render(request, "quality/dashboard.html", ctx)
 
 
@@ -175,9 +175,9 @@ def agreement_csv(request, slug):
 # ---------------------------------------------------------------------------- audits
 
 def _audit_population_info(project) -> dict:
-    targeted = len(selectors.audit_population(project=project))
-    every = len(selectors.audit_population(project=project, include_untargeted=True))
-    auditors = list(selectors.auditors_for_project(project=project).values_list("username", flat=True))
+    targeted = len(audits.audit_population(project=project))
+    every = len(audits.audit_population(project=project, include_untargeted=True))
+    auditors = list(audits.auditors_for_project(project=project).values_list("username", flat=True))
     return {"targeted": targeted, "all": every, "auditors": auditors}
 
 
@@ -197,7 +197,7 @@ def audits_page(request, slug):
                                       f"(seed {audit.seed}).")
             return redirect("quality_audit", slug=project.slug, audit_id=audit.pk)
     return render(request, "quality/audits.html", {
-        "project": project, "audits": selectors.audits_for_project(project=project), "form": form, "info": info,
+        "project": project, "audits": audits.audits_for_project(project=project), "form": form, "info": info,
         "is_lead": Role.LEAD in project.user_roles,
     })
 
@@ -206,12 +206,12 @@ def audits_page(request, slug):
 @require_GET
 def audit_page(request, slug, audit_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
-    audit = selectors.audit_get_for_project(project=project, audit_id=audit_id)
-    report = selectors.audit_report(audit=audit)
+    audit = audits.audit_get_for_project(project=project, audit_id=audit_id)
+    report = audits.audit_report(audit=audit)
     is_lead = Role.LEAD in project.user_roles
     return render(request, "quality/audit.html", {
         "project": project, "audit": audit, "report": report, "is_lead": is_lead,
-        "by_auditor": selectors.audit_progress_by_auditor(audit=audit) if is_lead else None,
+        "by_auditor": audits.audit_progress_by_auditor(audit=audit) if is_lead else None,
         "table9_svg": display.table9_chart(project, report["table9"]),
         "models_svg": display.model_ranking_chart(report["models"]) if report["models"]["rows"] else None,
         "paper": display.paper_refs(project, display.PAPER_TABLE9),
@@ -223,8 +223,8 @@ def audit_page(request, slug, audit_id):
 @require_GET
 def audit_json(request, slug, audit_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
-    audit = selectors.audit_get_for_project(project=project, audit_id=audit_id)
-    response = HttpResponse(json.dumps(selectors.audit_report(audit=audit), sort_keys=True, indent=2),
+    audit = audits.audit_get_for_project(project=project, audit_id=audit_id)
+    response = HttpResponse(json.dumps(audits.audit_report(audit=audit), sort_keys=True, indent=2),
                             content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-audit-{audit.pk}.json"'
     return response
@@ -256,8 +256,8 @@ def audit_csv_text(report: dict) -> str:
 @require_GET
 def audit_csv(request, slug, audit_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
-    audit = selectors.audit_get_for_project(project=project, audit_id=audit_id)
-    response = HttpResponse(audit_csv_text(selectors.audit_report(audit=audit)), content_type="text/csv; charset=utf-8")
+    audit = audits.audit_get_for_project(project=project, audit_id=audit_id)
+    response = HttpResponse(audit_csv_text(audits.audit_report(audit=audit)), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-audit-{audit.pk}.csv"'
     return response
 
@@ -268,7 +268,7 @@ def audit_csv(request, slug, audit_id):
 @require_GET
 def anchoring_page(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-    report = selectors.anchoring_report(project=project)
+    report = anchoring.anchoring_report(project=project)
     return render(request, "quality/anchoring.html", {
         "project": project, "report": report, "charts": display.anchoring_charts(report),
     })
@@ -278,7 +278,7 @@ def anchoring_page(request, slug):
 @require_GET
 def anchoring_json(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-    response = HttpResponse(json.dumps(selectors.anchoring_report(project=project), sort_keys=True, indent=2),
+    response = HttpResponse(json.dumps(anchoring.anchoring_report(project=project), sort_keys=True, indent=2),
                             content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-anchoring.json"'
     return response
@@ -308,7 +308,7 @@ def anchoring_csv_text(report: dict) -> str:
 @require_GET
 def anchoring_csv(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-    response = HttpResponse(anchoring_csv_text(selectors.anchoring_report(project=project)),
+    response = HttpResponse(anchoring_csv_text(anchoring.anchoring_report(project=project)),
                             content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-anchoring.csv"'
     return response

@@ -6,10 +6,10 @@ import pytest
 
 from annotation.models import Annotation
 from core.errors import Invalid
-from quality import selectors
+from quality import audits
+from quality.audits import audit_report, audit_report_for_export
 from quality.factories import annotate_items, audit_submit_all
 from quality.models import AuditItem
-from quality.selectors import audit_report, audit_report_for_export
 from quality.services import audit_create
 from quality.tests.conftest import ZORG, rec
 
@@ -160,4 +160,4 @@ def test_audit_export_is_the_latest_audit_and_deterministic(project, gold3, lead
     text = json.dumps(export, sort_keys=True)
     assert text == json.dumps(audit_report_for_export(project=project), sort_keys=True)
     assert auditor.username not in text and "created_at" not in text
-    assert selectors.audits_for_project(project=project).first().n_items == 3
+    assert audits.audits_for_project(project=project).first().n_items == 3

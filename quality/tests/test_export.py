@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import json
 
-from quality.selectors import agreement_report_for_export, audit_report_for_export
+from quality.audits import audit_report_for_export
+from quality.reports import agreement_report_for_export
 
 
 def test_agreement_export_is_deterministic_and_timestamp_free(project, annotated):

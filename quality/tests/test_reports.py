@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from adjudication.services import lexicon_current
-from metrics.agreement import cohen_kappa, kappa_ci
-from metrics.bootstrap import mean_ci
+from metrics.agreement import cohen_kappa
+from metrics.bootstrap import percentile_interval, resample_indices
 from metrics.boxes import enclosing_iou
 from metrics.entity import f1_rel
 from metrics.text import token_f1
-from quality import selectors
+from quality import reports
 from quality.models import AgreementReport
-from quality.selectors import agreement_report_for_export
+from quality.reports import agreement_report_for_export
 from quality.services import agreement_report_current, agreement_report_request
 from quality.tests.conftest import PAIRS
 
@@ -27,8 +27,16 @@ def figures(report):
     return {(f["field"], x["key"]): x for f in report["fields"] for x in f["figures"]}
 
 
-def r6(ci):
-    return [round(x, 6) for x in ci]
+def recomputed(subset: list[int], stat, n_units: int = len(PAIRS)) -> list[float]:
+    """The straightforward bootstrap on the report's shared resamples: each resample draws the
+    report's items; the figure uses the drawn items of its subset (repeats included)."""
+    chosen = set(subset)
+    values = []
+    for idx in resample_indices(n_units, 1000, 0):
+        drawn = [int(i) for i in idx if int(i) in chosen]
+        v = stat(drawn) if drawn else None
+        values.append(np.nan if v is None else v)
+    return [round(x, 6) for x in percentile_interval(np.array(values), 0.95)]
 
 
 def test_figures_and_cis_equal_metrics_on_the_same_annotations(project, annotated):
@@ -39,29 +47,37 @@ def test_figures_and_cis_equal_metrics_on_the_same_annotations(project, annotate
     a = [p[0]["label"] for p in PAIRS]
     b = [p[1]["label"] for p in PAIRS]
     assert figs[("label", "kappa")]["value"] == round(cohen_kappa(a, b), 6)
-    assert figs[("label", "kappa")]["ci"] == r6(kappa_ci(a, b, n=10000, seed=0))
+    everything = list(range(len(PAIRS)))
+    assert figs[("label", "kappa")]["ci"] == recomputed(everything, lambda d: cohen_kappa([a[i] for i in d], [b[i] for i in d]))
     assert figs[("label", "kappa")]["n"] == 6
 
     pairs = [PAIRS[i] for i in BOTH_HARMFUL]
     ca, cb = [p[0]["target_category"] for p in pairs], [p[1]["target_category"] for p in pairs]
     assert figs[("target_category", "kappa")]["value"] == round(cohen_kappa(ca, cb), 6)
-    assert figs[("target_category", "kappa")]["ci"] == r6(kappa_ci(ca, cb, n=10000, seed=0))
+    cat_a = {i: PAIRS[i][0]["target_category"] for i in BOTH_HARMFUL}
+    cat_b = {i: PAIRS[i][1]["target_category"] for i in BOTH_HARMFUL}
+    assert figs[("target_category", "kappa")]["ci"] == recomputed(
+        BOTH_HARMFUL, lambda d: cohen_kappa([cat_a[i] for i in d], [cat_b[i] for i in d]))
     assert figs[("target_category", "kappa")]["n"] == len(BOTH_HARMFUL) == 4
 
     _, lexicon = lexicon_current(project=project)
     ent = [f1_rel(p[0]["target_entity"], p[1]["target_entity"], lexicon) for p in pairs]
     assert figs[("target_entity", "mean")]["value"] == round(np.mean(ent), 6)
-    assert figs[("target_entity", "mean")]["ci"] == r6(mean_ci(ent, n=10000, seed=0))
+    ent_of = dict(zip(BOTH_HARMFUL, ent))
+    assert figs[("target_entity", "mean")]["ci"] == recomputed(BOTH_HARMFUL, lambda d: float(np.mean([ent_of[i] for i in d])))
     assert figs[("target_entity", "share_0.7")]["value"] == round(np.mean([e >= 0.7 for e in ent]), 6)
 
     men = [token_f1(p[0]["text_mention"], p[1]["text_mention"]) for p in pairs]
     assert figs[("text_mention", "mean")]["value"] == round(np.mean(men), 6)
-    assert figs[("text_mention", "mean")]["ci"] == r6(mean_ci(men, n=10000, seed=0))
+    men_of = dict(zip(BOTH_HARMFUL, men))
+    assert figs[("text_mention", "mean")]["ci"] == recomputed(BOTH_HARMFUL, lambda d: float(np.mean([men_of[i] for i in d])))
 
     ious = [enclosing_iou(p[0]["visual_region"], p[1]["visual_region"]) for p in pairs]
     hit = [float(i >= 0.75) for i in ious]
     assert figs[("visual_region", "share_0.75")]["value"] == round(np.mean(hit), 6) == 0.75
-    assert figs[("visual_region", "share_0.75")]["ci"] == r6(mean_ci(hit, n=10000, seed=0))
+    hit_of = dict(zip(BOTH_HARMFUL, hit))
+    assert figs[("visual_region", "share_0.75")]["ci"] == recomputed(BOTH_HARMFUL, lambda d: float(np.mean([hit_of[i] for i in d])))
+    assert figs[("visual_region", "share_0.75")]["resamples"] == 1000 == report["method"]["resamples"]
     assert figs[("visual_region", "mean")]["value"] == round(np.mean(ious), 6)
     assert [h["field"] for h in report["headline"]] == ["target_category", "target_entity", "text_mention", "visual_region"]
 
@@ -84,23 +100,23 @@ def test_filters_narrow_the_items(project, annotated, tmp_path, annotator_a, ann
 
     Item.objects.filter(pk__in=[i.pk for i in extra]).update(source_dataset="other", language="de")
     annotate_items(project, extra, [annotator_a, annotator_b], lambda item, k: rec(cat="gender"))
-    assert len(selectors.report_units(project=project)) == 8
-    assert len(selectors.report_units(project=project, filters={"source_dataset": "other"})) == 2
-    assert len(selectors.report_units(project=project, filters={"language": "de"})) == 2
+    assert len(reports.report_units(project=project)) == 8
+    assert len(reports.report_units(project=project, filters={"source_dataset": "other"})) == 2
+    assert len(reports.report_units(project=project, filters={"language": "de"})) == 2
     # category: at least one annotator chose it (items 1 and the two new ones)
-    assert [u.item_id for u in selectors.report_units(project=project, filters={"category": "target_category=gender"})] == [
+    assert [u.item_id for u in reports.report_units(project=project, filters={"category": "target_category=gender"})] == [
         annotated[1].pk, *[i.pk for i in extra]]
     from django.utils import timezone
 
     today = timezone.localdate().isoformat()
-    assert len(selectors.report_units(project=project, filters={"date_from": today, "date_to": today})) == 8
-    assert selectors.report_units(project=project, filters={"date_to": "2000-01-01"}) == []
+    assert len(reports.report_units(project=project, filters={"date_from": today, "date_to": today})) == 8
+    assert reports.report_units(project=project, filters={"date_to": "2000-01-01"}) == []
 
 
 def test_cache_is_keyed_by_data_and_a_new_submission_makes_it_stale(project, annotated, lead, settings,
                                                                    django_assert_max_num_queries, tmp_path,
                                                                    annotator_a, annotator_b):
-    filters = dict(selectors.DEFAULT_FILTERS)
+    filters = dict(reports.DEFAULT_FILTERS)
     first = agreement_report_current(project=project, filters=filters, user=lead)
     assert first["row"].status == "done" and not first["stale"]
     with django_assert_max_num_queries(8):  # served from the cache row: no recomputation
@@ -120,14 +136,14 @@ def test_cache_is_keyed_by_data_and_a_new_submission_makes_it_stale(project, ann
 
 def test_recompute_job_publishes_the_report(project, annotated, lead, settings, django_capture_on_commit_callbacks):
     settings.QUALITY_SYNC_MAX_ANNOTATIONS = 0
-    filters = dict(selectors.DEFAULT_FILTERS)
+    filters = dict(reports.DEFAULT_FILTERS)
     state = agreement_report_current(project=project, filters=filters, user=lead)
     assert state["result"] is None and state["job"] is None
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         row, enqueued = agreement_report_request(project=project, filters=filters, user=lead)
     assert enqueued and len(callbacks) == 1
     row.refresh_from_db()
-    assert row.status == "done" and row.progress_done == row.progress_total == 5
+    assert row.status == "done" and row.progress_done == row.progress_total == 6  # 5 fields + the bootstrap
     assert row.result["agreement"]["n_items"] == 6
     # Same data, same filters: deduplicated, unless forced.
     assert agreement_report_request(project=project, filters=filters, user=lead) == (row, False)
@@ -150,9 +166,9 @@ def test_task_is_idempotent(project, annotated, lead):
     from quality.services import agreement_report_compute
     from quality.tasks import agreement_report_task
 
-    row = AgreementReport.objects.create(project=project, filters=selectors.DEFAULT_FILTERS,
-                                         filter_key=selectors.filter_key(selectors.DEFAULT_FILTERS),
-                                         fingerprint=selectors.data_fingerprint(project=project))
+    row = AgreementReport.objects.create(project=project, filters=reports.DEFAULT_FILTERS,
+                                         filter_key=reports.filter_key(reports.DEFAULT_FILTERS),
+                                         fingerprint=reports.data_fingerprint(project=project))
     assert agreement_report_task.delay(row.pk).get() == "done"
     row.refresh_from_db()
     finished = row.finished_at
@@ -163,13 +179,13 @@ def test_task_is_idempotent(project, annotated, lead):
 
 
 def test_a_failing_computation_is_recorded(project, annotated, lead, monkeypatch):
-    from quality import services
+    from quality import reports, services
 
     def boom(**kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(services.selectors, "agreement_report_build", boom)
-    state = agreement_report_current(project=project, filters=dict(selectors.DEFAULT_FILTERS), user=lead)
+    monkeypatch.setattr(services.reports, "agreement_report_build", boom)
+    state = agreement_report_current(project=project, filters=dict(reports.DEFAULT_FILTERS), user=lead)
     assert state["failed"] is not None and "disk on fire" in state["failed"].error and state["result"] is None
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from quality import selectors
+from quality import reports
 from quality.models import AgreementReport
 from quality.services import agreement_report_current, audit_create
 
@@ -16,7 +16,7 @@ LEAD_ONLY, READERS = "lead", "readers"
 @pytest.fixture
 def setup(project, gold_project, lead, auditor):
     audit = audit_create(project=project, created_by=lead, size=5, seed=3)
-    report = agreement_report_current(project=project, filters=dict(selectors.DEFAULT_FILTERS), user=lead)["row"]
+    report = agreement_report_current(project=project, filters=dict(reports.DEFAULT_FILTERS), user=lead)["row"]
     return {"audit": audit.pk, "report": report.pk}
 
 
@@ -82,7 +82,7 @@ def test_dashboard_shows_the_headline_figures_and_charts(project, gold_project, 
     c.get(f"/p/{project.slug}/quality/")  # fills the cache
     with django_assert_max_num_queries(30):
         page = c.get(f"/p/{project.slug}/quality/").content.decode()
-    report = selectors.agreement_report_for_export(project=project)
+    report = reports.agreement_report_for_export(project=project)
     for h in report["headline"]:
         assert f'id="fig-{h["field"]}">{h["value"]:.3f}<' in page
     assert 'style="' not in page and "<script>" not in page

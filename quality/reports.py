@@ -1,0 +1,195 @@
+"""Agreement reports from the database: the items compared, filters, the cache key, and the
+report as a release ships it (``agreement_report_for_export``: JSON-serializable, deterministic,
+no timestamps, no user names). Writes (cache rows) are in quality.services."""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from datetime import date, datetime
+
+from django.conf import settings
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from adjudication.models import LexiconVersion
+from adjudication.services import lexicon_current
+from annotation.models import Annotation, Kind
+from projects.models import Item, Project, Stage
+from quality import agreement, analytics
+from quality.agreement import Unit
+from quality.models import AgreementReport
+
+SUBMITTED = Annotation.Status.SUBMITTED
+DEFAULT_FILTERS = {"source_dataset": "", "language": "", "category": "", "date_from": "", "date_to": "",
+                   "scope": agreement.DEFAULT_SCOPE}
+
+
+def sync_max_annotations(*, project: Project | None = None) -> int:
+    """Above this many submitted annotations a report is computed by a Celery job, not in the
+    request (bench/quality.py: 3,000 two-annotator annotations take well under a second; with
+    three or more annotators per item the pairwise/alpha bootstrap costs ~5x more per annotation)."""
+    limit = int(getattr(settings, "QUALITY_SYNC_MAX_ANNOTATIONS", 3000))
+    return limit if project is None or project.annotators_per_item <= 2 else limit // 5
+
+
+# ---------------------------------------------------------------------------- filters and keys
+
+def filter_key(filters: dict) -> str:
+    canonical = {k: filters.get(k, v) or v for k, v in DEFAULT_FILTERS.items()}
+    return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+
+
+def data_fingerprint(*, project: Project) -> str:
+    """Changes whenever anything the agreement report reads changes: submissions and
+    re-submissions (kind "annotation"), items (count, exclusions), lexicon, schema. Draft
+    autosaves do not change it. Three aggregate queries."""
+    ann = Annotation.objects.filter(item__project=project, kind=Kind.ANNOTATION, status=SUBMITTED).aggregate(
+        n=Count("id"), top=Max("id"), last=Max("submitted_at"),
+    )
+    items = Item.objects.filter(project=project).aggregate(
+        n=Count("id"), excluded=Count("id", filter=Q(stage=Stage.EXCLUDED)), top=Max("id"),
+    )
+    lexicon = LexiconVersion.objects.filter(project=project).aggregate(v=Max("version"))["v"]
+    payload = [agreement.REPORT_VERSION, ann, items, lexicon, project.schema_version, project.annotators_per_item]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def filter_options(*, project: Project) -> dict:
+    """Values the filter form offers: source datasets, languages, category options per field."""
+    rows = Item.objects.filter(project=project).values_list("source_dataset", "language").distinct()
+    datasets = sorted({d for d, _ in rows if d})
+    languages = sorted({lang for _, lang in rows if lang})
+    categories = []
+    for spec in project.get_schema().fields:
+        if spec.get("choices"):
+            categories.append((spec.get("label") or spec["name"],
+                               [(f"{spec['name']}={c}", c) for c in spec["choices"]]))
+    return {"source_datasets": datasets, "languages": languages, "categories": categories}
+
+
+# ---------------------------------------------------------------------------- data for agreement
+
+def _local_date(ts: datetime | None) -> date | None:
+    return timezone.localtime(ts).date() if ts is not None else None
+
+
+def report_units(*, project: Project, filters: dict | None = None) -> list[Unit]:
+    """Items with two or more submitted annotations (kind "annotation") and their values by slot.
+
+    Slots: the first ``annotators_per_item`` submissions in order of first submission (the ones
+    adjudication.services.item_route compares). Excluded items are left out. Filters: source
+    dataset and language of the item; ``category`` = "field=value": at least one annotator chose
+    that value (pre-adjudication data has no single truth); date range on the day the item's
+    last compared annotation was first submitted (when its pair became complete). One query.
+    """
+    f = {**DEFAULT_FILTERS, **(filters or {})}
+    qs = Annotation.objects.filter(item__project=project, kind=Kind.ANNOTATION, status=SUBMITTED).exclude(
+        item__stage=Stage.EXCLUDED
+    )
+    if f["source_dataset"]:
+        qs = qs.filter(item__source_dataset=f["source_dataset"])
+    if f["language"]:
+        qs = qs.filter(item__language=f["language"])
+    rows = qs.order_by("item_id", "first_submitted_at", "id").values_list(
+        "item_id", "annotator_id", "values", "first_submitted_at", "submitted_at"
+    )
+    grouped: dict[int, list[tuple]] = defaultdict(list)
+    for item_id, annotator_id, values, first, last in rows:
+        grouped[item_id].append((annotator_id, values or {}, first or last))
+    cat_field, cat_value = (f["category"].split("=", 1) + [""])[:2] if f["category"] else ("", "")
+    date_from = date.fromisoformat(f["date_from"]) if f["date_from"] else None
+    date_to = date.fromisoformat(f["date_to"]) if f["date_to"] else None
+    units = []
+    for item_id in sorted(grouped):
+        slots = grouped[item_id][: project.annotators_per_item]
+        if len(slots) < 2:
+            continue
+        completed = max((s[2] for s in slots if s[2] is not None), default=None)
+        day = _local_date(completed)
+        if date_from and (day is None or day < date_from):
+            continue
+        if date_to and (day is None or day > date_to):
+            continue
+        if cat_field:
+            chosen = [s[1].get(cat_field) for s in slots]
+            if not any(v == cat_value or (isinstance(v, list) and cat_value in v) for v in chosen):
+                continue
+        units.append(Unit(item_id=item_id, values=tuple(s[1] for s in slots),
+                          annotators=tuple(s[0] for s in slots), completed_at=completed))
+    return units
+
+
+def agreement_report_build(*, project: Project, filters: dict | None = None, progress=None) -> dict:
+    """Compute the agreement report and the dashboard analytics from the database (no caching).
+
+    ``result["agreement"]`` holds no timestamps and no user names (exports and researchers);
+    ``result["dashboard"]`` is for leads (annotator ids in the confusion-matrix pairs).
+    """
+    f = {**DEFAULT_FILTERS, **(filters or {})}
+    schema = project.get_schema()
+    lexicon_version, lexicon = lexicon_current(project=project)
+    units = report_units(project=project, filters=f)
+    scope = f["scope"]
+    results = agreement.agreement_figures(schema, units, lexicon=lexicon, scope=scope, progress=progress)
+    report = {
+        "report_version": agreement.REPORT_VERSION,
+        "schema_version": project.schema_version,
+        "lexicon_version": lexicon_version,
+        "annotators_per_item": project.annotators_per_item,
+        "filters": {k: f[k] for k in DEFAULT_FILTERS},
+        "scope": scope,
+        "scope_description": agreement.SCOPES[scope],
+        "n_items": len(units),
+        "n_annotations": sum(len(u.values) for u in units),
+        "max_slots": agreement.slot_count(units),
+        "method": {
+            "raters": "two annotations per item: the two annotations; more: annotator pairs (people) over the items "
+                      "both annotated, then averaged (AHA-Memes 3.4), plus Krippendorff's alpha",
+            "items": "the first annotators_per_item submitted annotations of each item with two or more",
+            "bootstrap": agreement.method_text(),
+            "resamples": agreement.RESAMPLES,
+            "entity_lexicon": "project lexicon, current version",
+        },
+        "headline": agreement.headline(results),
+        "fields": [agreement.field_result_dict(r, scope) for r in results],
+    }
+    dashboard = {
+        "over_time": analytics.agreement_over_time(schema, units, lexicon=lexicon, scope=scope),
+        "confusions": analytics.confusions(schema, units),
+        "histograms": analytics.histograms(results),
+        "worst_items": analytics.worst_items(results),
+    }
+    return {"agreement": report, "dashboard": dashboard}
+
+
+def cached_report(*, project: Project, filters: dict, fingerprint: str) -> AgreementReport | None:
+    return AgreementReport.objects.filter(
+        project=project, filter_key=filter_key(filters), fingerprint=fingerprint
+    ).first()
+
+
+def latest_done_report(*, project: Project, filters: dict) -> AgreementReport | None:
+    return (
+        AgreementReport.objects.filter(project=project, filter_key=filter_key(filters), status=AgreementReport.Status.DONE)
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+
+
+def submitted_annotation_count(*, project: Project) -> int:
+    return Annotation.objects.filter(item__project=project, kind=Kind.ANNOTATION, status=SUBMITTED).count()
+
+
+def agreement_report_for_export(*, project: Project) -> dict:
+    """The project's agreement report (all items, default scope) for a dataset release.
+
+    Deterministic: fixed bootstrap seeds, values rounded to 6 digits, no timestamps, no user
+    names. Served from the cache when the data is unchanged, else computed here (exports run
+    in a worker). Empty projects give a report with ``n_items`` 0 and null figures.
+    """
+    fp = data_fingerprint(project=project)
+    row = cached_report(project=project, filters=DEFAULT_FILTERS, fingerprint=fp)
+    if row is not None and row.status == AgreementReport.Status.DONE and row.result:
+        return json.loads(json.dumps(row.result["agreement"]))
+    return agreement_report_build(project=project, filters=DEFAULT_FILTERS)["agreement"]

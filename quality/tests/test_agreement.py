@@ -1,0 +1,229 @@
+"""quality.agreement and quality.sampling without a database: every figure equals what metrics/
+computes on the same values, every CI equals the percentile of the straightforward recompute on
+the same resample indices, and the stratified sample is proportional, covering and seeded."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from metrics.agreement import cohen_kappa, krippendorff_alpha, macro_pairwise_kappa
+from metrics.bootstrap import percentile_interval, resample_indices
+from metrics.boxes import enclosing_iou
+from metrics.entity import f1_rel
+from metrics.text import token_f1
+from projects.presets import AHA_SCHEMA, MEME3W_SCHEMA
+from projects.schema import Schema
+from quality import agreement
+from quality.agreement import Unit
+from quality.sampling import SamplingError, allocate, stratified_sample
+
+MEME3W = Schema(MEME3W_SCHEMA)
+AHA = Schema(AHA_SCHEMA)
+R = agreement.RESAMPLES
+
+
+def fig(results, field, key):
+    r = next(r for r in results if r.plan.name == field)
+    return next(f for f in r.figures if f["key"] == key)
+
+
+def recompute_ci(n_items: int, stat) -> list[float]:
+    """The straightforward bootstrap: the statistic recomputed on each resample's items."""
+    values = np.array([v if (v := stat(idx)) is not None else np.nan for idx in resample_indices(n_items, R, 0)])
+    lo, hi = percentile_interval(values, agreement.LEVEL)
+    return [round(lo, 6), round(hi, 6)]
+
+
+def units_of(field: str, pairs, annotators=None, extra=None):
+    """Units with one field set (plus ``extra`` fields on every record)."""
+    out = []
+    for i, values in enumerate(pairs):
+        people = annotators[i] if annotators else tuple(range(len(values)))
+        out.append(Unit(i, tuple({**(extra or {}), field: v} for v in values), tuple(people)))
+    return out
+
+
+HARMFUL = {"label": "harmful"}
+
+
+def test_plans_follow_the_field_types_not_the_preset():
+    kinds = {p.name: (p.metric, p.kind, p.conditional) for p in agreement.field_plans(MEME3W)}
+    assert kinds == {
+        "label": ("cohen_kappa", "categorical", False),
+        "target_category": ("cohen_kappa", "categorical", True),
+        "target_entity": ("f1_rel", "continuous", True),
+        "text_mention": ("token_f1", "continuous", True),
+        "visual_region": ("enclosing_iou", "continuous", True),
+    }
+    assert [p.name for p in agreement.target_plans(agreement.field_plans(MEME3W))] == [
+        "target_category", "target_entity", "text_mention", "visual_region"]
+    assert {p.kind for p in agreement.field_plans(AHA)} == {"categorical", "multilabel"}
+
+
+def test_two_raters_categorical_is_cohen_kappa_with_the_recomputed_ci():
+    a = ["gender", "gender", "religion and caste", None, "group background", "gender", None, "gender"]
+    b = ["gender", "religion and caste", "religion and caste", None, "group background", "gender", "gender", "gender"]
+    units = units_of("target_category", list(zip(a, b)), extra=HARMFUL)
+    results = agreement.agreement_figures(MEME3W, units, lexicon=None)
+    k = fig(results, "target_category", "kappa")
+    assert k["primary"] and k["n"] == 8 and k["resamples"] == R
+    assert k["value"] == round(cohen_kappa(a, b), 6)
+    aa, bb = np.array(a, dtype=object), np.array(b, dtype=object)
+    assert k["ci"] == recompute_ci(8, lambda idx: cohen_kappa(list(aa[idx]), list(bb[idx])))
+    per_item = np.array([1.0 if x == y else 0.0 for x, y in zip(a, b)])
+    agree = fig(results, "target_category", "agreement")
+    assert agree["value"] == round(per_item.mean(), 6)
+    assert agree["ci"] == recompute_ci(8, lambda idx: float(per_item[idx].mean()))
+
+
+def test_continuous_fields_use_the_metric_of_their_type():
+    lex = {"Muslims": "Muslim people"}
+    ents = [("Muslims", "Muslim people"), ("women", "Black women"), ("immigrants", "refugees"), ("Zorgs", "Zorgs")]
+    results = agreement.agreement_figures(MEME3W, units_of("target_entity", ents, extra=HARMFUL), lexicon=lex)
+    scores = np.array([f1_rel(x, y, lex) for x, y in ents])
+    assert fig(results, "target_entity", "mean")["value"] == round(scores.mean(), 6)
+    assert fig(results, "target_entity", "mean")["ci"] == recompute_ci(4, lambda idx: float(scores[idx].mean()))
+    assert fig(results, "target_entity", "share_0.7")["value"] == round(np.mean(scores >= 0.7), 6)
+
+    boxes = [([[0, 0, 100, 100]], [[0, 0, 100, 90]]), ([[0, 0, 100, 100]], [[0, 0, 60, 100]]),
+             ([[5, 5, 50, 50]], [[5, 5, 50, 50]]), ([[0, 0, 10, 10]], [])]
+    results = agreement.agreement_figures(MEME3W, units_of("visual_region", boxes, extra=HARMFUL), lexicon=None)
+    ious = [enclosing_iou(x, y) for x, y in boxes]
+    r = next(r for r in results if r.plan.name == "visual_region")
+    assert r.primary["key"] == "share_0.75"
+    assert fig(results, "visual_region", "share_0.75")["value"] == 0.5 == round(np.mean([i >= 0.75 for i in ious]), 6)
+    assert fig(results, "visual_region", "share_0.5")["value"] == 0.75
+    assert fig(results, "visual_region", "mean")["value"] == round(np.mean(ious), 6)
+
+    spans = [("people from Planet Zorg", "Planet Zorg"), ("Zorg", "Zorg")]
+    results = agreement.agreement_figures(MEME3W, units_of("text_mention", spans, extra=HARMFUL), lexicon=None)
+    assert fig(results, "text_mention", "mean")["value"] == round(np.mean([token_f1(x, y) for x, y in spans]), 6)
+
+
+def test_three_annotators_pair_by_person_not_by_submission_order():
+    """The same three people submit in different orders: slot pairs would mix them up (issue
+    19.4: slot pairs 0.657/0.351/0.351 vs person pairs 0.526/0.500/0.333)."""
+    people = [(1, 2, 3), (3, 1, 2), (2, 3, 1), (1, 3, 2), (2, 1, 3), (3, 2, 1), (1, 2, 3), (2, 3, 1)]
+    by_person = {  # each person's choice per item
+        1: ["gender", "gender", None, "gender", "religion and caste", None, "gender", "gender"],
+        2: ["gender", "religion and caste", None, "gender", "gender", None, "group background", "gender"],
+        3: ["religion and caste", "gender", None, "gender", "gender", "gender", "gender", "gender"],
+    }
+    values = [tuple(by_person[p][i] for p in order) for i, order in enumerate(people)]
+    units = units_of("target_category", values, annotators=people, extra=HARMFUL)
+    results = agreement.agreement_figures(MEME3W, units, lexicon=None)
+    pair = [cohen_kappa(by_person[x], by_person[y]) for x, y in [(1, 2), (1, 3), (2, 3)]]
+    k = fig(results, "target_category", "kappa")
+    assert k["value"] == round(np.mean([v for v in pair if v is not None]), 6)
+    slot = [cohen_kappa([v[r] for v in values], [v[s] for v in values]) for r, s in [(0, 1), (0, 2), (1, 2)]]
+    assert k["value"] != round(np.mean(slot), 6)  # the old, wrong pairing
+    alpha = fig(results, "target_category", "alpha")
+    # "no value" is a category of its own (None would mean "did not rate" to krippendorff_alpha)
+    data = [["(none)" if v is None else v for v in by_person[p]] for p in (1, 2, 3)]
+    assert alpha["value"] == round(krippendorff_alpha(data), 6)
+    cols = np.array(data, dtype=object)
+
+    def alpha_of(idx):
+        return krippendorff_alpha([list(row[idx]) for row in cols])
+
+    assert alpha["ci"] == recompute_ci(8, alpha_of)
+
+
+def test_multilabel_is_macro_kappa_over_labels_and_person_pairs():
+    p = next(x for x in agreement.field_plans(AHA) if x.name == "hateful_type")
+    rows = [[["Mocking"], ["Mocking"], ["Mocking", "Slurs"]], [["Slurs"], ["Slurs"], ["Slurs"]],
+            [["Mocking"], ["Contempt"], ["Mocking"]], [["Contempt"], ["Contempt"], ["Mocking"]]]
+    people = [(1, 2, 3), (2, 3, 1), (3, 1, 2), (1, 2, 3)]
+    units = [Unit(i, tuple({"is_hateful": "Hateful", "hateful_type": v} for v in row), people[i])
+             for i, row in enumerate(rows)]
+    results = agreement.agreement_figures(AHA, units, lexicon=None)
+    by_person = {q: [None] * 4 for q in (1, 2, 3)}
+    for i, row in enumerate(rows):
+        for q, v in zip(people[i], row):
+            by_person[q][i] = set(v)
+    r = next(r for r in results if r.plan.name == "hateful_type")
+    assert r.primary["value"] == round(macro_pairwise_kappa([by_person[q] for q in (1, 2, 3)], p.choices), 6)
+    assert r.extra["per_label_kappa"]["Mocking"] == round(
+        macro_pairwise_kappa([by_person[q] for q in (1, 2, 3)], ["Mocking"]), 6)
+    assert fig(results, "hateful_type", "alpha")["value"] is not None
+
+
+def test_scope_decides_which_items_target_fields_use():
+    harmful = {"label": "harmful", "target_category": "gender", "target_entity": "x", "text_mention": None, "visual_region": []}
+    other = {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None, "visual_region": []}
+    units = [Unit(1, (harmful, harmful), (1, 2)), Unit(2, (harmful, other), (1, 2)), Unit(3, (other, other), (1, 2))]
+    n = {scope: {r.plan.name: len(r.item_ids) for r in agreement.agreement_figures(MEME3W, units, lexicon=None, scope=scope, with_ci=False)}
+         for scope in ("both", "either", "all")}
+    assert n["both"] == {"label": 3, "target_category": 1, "target_entity": 1, "text_mention": 1, "visual_region": 1}
+    assert n["either"]["target_entity"] == 2 and n["all"]["target_entity"] == 3 and n["either"]["label"] == 3
+
+
+def test_reference_scoring_skips_items_where_neither_record_has_the_field():
+    """Issue 19.3: non-harmful gold and blind records agreeing on "no target" are not scored on
+    the target fields (that inflated Table 9); the label is scored on every item."""
+    harmful = {"label": "harmful", "target_category": "gender", "target_entity": "Zorg women", "text_mention": None,
+               "visual_region": []}
+    wrong = {**harmful, "target_category": "religion and caste", "target_entity": "Zorgs"}
+    none = {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None,
+            "visual_region": []}
+    pairs = [(harmful, harmful), (harmful, wrong), (none, none), (none, none), (none, harmful)]
+    results = agreement.reference_scores(MEME3W, pairs, [1, 2, 3, 4, 5], lexicon=None)
+    t9 = {row["field"]: row for row in agreement.table9(results)["rows"]}
+    assert t9["target_category"]["n"] == 3 and t9["target_entity"]["n"] == 3  # items 1, 2, 5
+    assert fig(results, "target_category", "agreement")["value"] == round(1 / 3, 6)
+    assert fig(results, "label", "agreement")["n"] == 5
+
+
+def test_table9_mean_is_unweighted_over_target_fields():
+    gold = {"label": "harmful", "target_category": "gender", "target_entity": "Zorg women", "text_mention": "Zorg",
+            "visual_region": [[0, 0, 100, 100]]}
+    blind = {**gold, "target_entity": "women of Zorg", "text_mention": "Planet Zorg"}
+    other = {**gold, "target_category": "religion and caste"}
+    results = agreement.reference_scores(MEME3W, [(gold, blind), (other, other)], [1, 2], lexicon=None)
+    t9 = agreement.table9(results)
+    values = {r["field"]: r["value"] for r in t9["rows"]}
+    assert values["target_category"] == 1.0
+    assert values["target_entity"] == round((0.8 + 1.0) / 2, 6)
+    assert values["text_mention"] == round((2 / 3 + 1.0) / 2, 6)
+    assert values["visual_region"] == 1.0
+    assert t9["mean"] == round(sum(values.values()) / 4, 6)
+
+
+def test_empty_input_gives_undefined_figures_not_errors():
+    results = agreement.agreement_figures(MEME3W, [], lexicon=None)
+    assert all(f["value"] is None and f["n"] == 0 for r in results for f in r.figures)
+    assert agreement.table9(results)["mean"] is None
+
+
+# ---------------------------------------------------------------------------- sampling
+
+def test_allocation_is_proportional_with_one_per_stratum():
+    sizes = {"a": 500, "b": 300, "c": 150, "d": 40, "e": 7, "f": 3, "empty": 0}
+    alloc = allocate(sizes, 200)
+    assert sum(alloc.values()) == 200
+    assert "empty" not in alloc and all(v >= 1 for v in alloc.values())
+    assert alloc["a"] == 100 and alloc["b"] == 60 and alloc["c"] == 30 and alloc["d"] == 8
+    assert alloc["f"] == 1  # floor(0.6) lifted to the minimum of one
+    assert allocate({"a": 2, "b": 1}, 3) == {"a": 2, "b": 1}
+
+
+@pytest.mark.parametrize("n,msg", [(11, "larger than"), (2, "smaller than the 3 non-empty strata")])
+def test_allocation_refuses_impossible_sizes(n, msg):
+    with pytest.raises(SamplingError, match=msg):
+        allocate({"a": 5, "b": 3, "c": 2}, n)
+
+
+def test_stratified_sample_is_reproducible_and_covers_every_stratum():
+    strata = {f"s{k}": list(range(k * 100, k * 100 + 5 + 10 * k)) for k in range(6)}
+    first = stratified_sample(strata, 40, seed=11)
+    assert first == stratified_sample(dict(reversed(list(strata.items()))), 40, seed=11)
+    assert first != stratified_sample(strata, 40, seed=12)
+    assert set(first) == set(strata) and all(first[k] for k in strata)
+    assert all(set(v) <= set(strata[k]) for k, v in first.items())
+    assert sum(len(v) for v in first.values()) == 40
+
+
+def test_prefer_pushes_ineligible_items_back():
+    strata = {"a": list(range(10))}
+    sample = stratified_sample(strata, 5, seed=3, prefer=lambda i: i % 2 == 0)
+    assert sample["a"] == [0, 2, 4, 6, 8]
