@@ -46,7 +46,8 @@ class SaveOutput(serializers.Serializer):
     status = serializers.CharField()
     holds_slot = serializers.BooleanField(help_text="False: your claim expired and the slot was taken; the draft is kept.")
     saved_at = serializers.DateTimeField()
-    routed = serializers.CharField(allow_null=True, help_text="Where the item went when this was its N-th submission.")
+    # Nothing about where the item went after its N-th submission: that would tell the
+    # annotator whether the other annotations matched theirs (blindness, SPEC section 4).
 
 
 class ErrorOutput(serializers.Serializer):
@@ -57,8 +58,7 @@ class ErrorOutput(serializers.Serializer):
 
 def _save_output(result) -> dict:
     a = result.annotation
-    return {"version": a.version, "status": a.status, "holds_slot": result.holds_slot,
-            "saved_at": a.updated_at, "routed": result.routed_to}
+    return {"version": a.version, "status": a.status, "holds_slot": result.holds_slot, "saved_at": a.updated_at}
 
 
 class _OwnAnnotationApi(APIView):
