@@ -9,9 +9,8 @@ from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from projects.access import item_get_for_user, project_get_for_user
+from projects.access import project_get_for_user
 from projects.forms import ImportUploadForm
-from projects.imaging import CONTENT_TYPES, image_path
 from projects.models import ImportJob, Role, Stage
 from projects.selectors import import_jobs_for_project, memberships_for_user, project_stage_counts
 from projects.services import import_job_create, upload_save
@@ -69,16 +68,18 @@ def import_job_partial(request, slug, job_id):
 
 @login_required
 def item_image(request, slug, item_id):
-    """Serve an item's image to members only, as an image (never as HTML, whatever the bytes)."""
+    """Serve an item's image to whom the rule of exports.image_access allows, as an image
+    (never as HTML, whatever the bytes)."""
+    # exports is the lowest app that knows every relation of the rule (see its docstring).
+    from exports.image_access import item_image_get_for_user
+
     project = project_get_for_user(user=request.user, slug=slug)
-    item = item_get_for_user(user=request.user, project=project, item_id=item_id)
     try:
-        path = image_path(item.image)
-        fh = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
+        image = item_image_get_for_user(user=request.user, project=project, item_id=item_id)
+        fh = open(image.path, "rb")  # noqa: SIM115 - FileResponse closes it
     except (OSError, ValueError):
         raise Http404("Image file missing") from None
-    ext = item.image.rsplit(".", 1)[-1]
-    response = FileResponse(fh, content_type=CONTENT_TYPES.get(ext, "application/octet-stream"))
+    response = FileResponse(fh, content_type=image.content_type)
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     response["Content-Disposition"] = "inline"

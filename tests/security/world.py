@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adjudication.services import adjudication_next, gold_decide
-from annotation.factories import MEME3W_HARMFUL, MODEL_NAMES, PROVIDER_NAMES, candidates_create, claim, items_open, ready
+from annotation.factories import (
+    MEME3W_HARMFUL,
+    MODEL_NAMES,
+    PROVIDER_NAMES,
+    candidates_create,
+    claim,
+    items_open,
+    ready,
+)
 from annotation.services import annotation_save_draft, annotation_submit
 from candidates.services import candidate_job_start
 from exports.factories import gold_create, items_import, recompressed
