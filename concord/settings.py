@@ -176,7 +176,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "concord.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"user": "10000/hour"},
 }
@@ -188,6 +188,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation lists the refusals it can answer (tests/security/test_schemathesis.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "concord.openapi.document_error_responses"],
 }
 
 SESSION_COOKIE_HTTPONLY = True

@@ -203,7 +203,11 @@ class ExportJobOutput(serializers.ModelSerializer):
 
 
 class ExportJobStartApi(APIView):
-    @extend_schema(request=None, responses={202: ExportJobOutput})
+    @extend_schema(request=None, responses={
+        202: ExportJobOutput,
+        400: OpenApiResponse(description="There is no gold record to release yet."),
+        409: OpenApiResponse(description="A release of this project is already being built."),
+    })
     def post(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
         try:
