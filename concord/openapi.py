@@ -32,7 +32,8 @@ BODY_METHODS = {"post", "put", "patch"}
 
 
 def _error_response(description: str) -> dict:
-    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    schema = {"$ref": "#/components/schemas/Error"}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
 def document_error_responses(result: dict, generator, request, public) -> dict:
