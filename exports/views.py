@@ -32,6 +32,7 @@ from exports.services import (
     StaleReview,
     api_token_get_or_create,
     api_token_regenerate,
+    api_token_revoke,
     export_job_start,
     near_duplicate_pair_review,
 )
@@ -180,13 +181,17 @@ def release_diff_page(request, slug):
 @login_required
 @require_http_methods(["GET", "POST"])
 def api_token_page(request):
-    """The user's own REST token (DRF TokenAuthentication): see it, create it, replace it."""
+    """The user's own REST token (DRF TokenAuthentication): see it, create, replace or revoke it."""
     from rest_framework.authtoken.models import Token
 
     if request.method == "POST":
-        if request.POST.get("action") == "regenerate":
+        action = request.POST.get("action")
+        if action == "regenerate":
             api_token_regenerate(user=request.user)
             messages.info(request, "New token created; the old one no longer works.")
+        elif action == "revoke":
+            if api_token_revoke(user=request.user):
+                messages.info(request, "Token revoked: it no longer works. Create a new one when you need it.")
         else:
             api_token_get_or_create(user=request.user)
         return redirect("api_token")
