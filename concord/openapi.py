@@ -28,6 +28,7 @@ AUTH = {
 }
 NOT_FOUND = "No such project for the caller (non-members get 404, never 403), or no such object in it."
 BAD_REQUEST = "Malformed request: invalid parameters or body (per-field messages in `errors`)."
+UNSUPPORTED = "The body's content type is not one this endpoint reads (see its request body)."
 BODY_METHODS = {"post", "put", "patch"}
 
 
@@ -49,6 +50,8 @@ def document_error_responses(result: dict, generator, request, public) -> dict:
                 wanted["404"] = NOT_FOUND
             if method in BODY_METHODS or operation.get("parameters"):
                 wanted["400"] = BAD_REQUEST
+            if "requestBody" in operation:
+                wanted["415"] = UNSUPPORTED
             for status, description in wanted.items():
                 responses.setdefault(status, _error_response(description))
     return result
