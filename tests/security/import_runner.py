@@ -4,10 +4,11 @@ Used by tests/security/test_hostile_uploads.py::
 
     python tests/security/import_runner.py <upload path>
 
-with DATABASE_URL pointing at a migrated scratch database and CONCORD_VAR_DIR at a scratch
-folder. Prints one JSON object: the job's outcome, the items created, and the process's peak
-resident set size (``ru_maxrss``) before and after the import, so a bomb that inflates in
-memory shows up even when the job "succeeds".
+with DATABASE_URL pointing at a migrated scratch database, CONCORD_VAR_DIR at a scratch
+folder and, optionally, IMPORT_RUNNER_ADDRESS_SPACE_MB capping the process's address space.
+Prints one JSON object: the job's outcome, the items created, and the process's peak resident
+set size (VmHWM) before and after the import, so a bomb that inflates in memory shows up even
+when the job "succeeds".
 """
 from __future__ import annotations
 
@@ -19,7 +20,20 @@ from pathlib import Path
 
 
 def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    """Peak resident set size of this process so far.
+
+    VmHWM, not ``ru_maxrss``: Linux carries the high-water mark of the image replaced by
+    ``exec`` into ``ru_maxrss``, i.e. the size of the forking pytest process (~500 MB late in a
+    full run), whereas VmHWM belongs to this process's own memory.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux, elsewhere an upper bound
 
 
 def main(upload: str) -> dict:
@@ -60,4 +74,7 @@ def main(upload: str) -> dict:
 
 
 if __name__ == "__main__":
+    cap = int(os.environ.get("IMPORT_RUNNER_ADDRESS_SPACE_MB", "0"))
+    if cap:  # set before Django and NumPy load, so everything this process maps counts
+        resource.setrlimit(resource.RLIMIT_AS, (cap * 1024 * 1024, cap * 1024 * 1024))
     print(json.dumps(main(sys.argv[1])))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import resource
 import shutil
 import struct
 import subprocess
@@ -297,20 +296,16 @@ def migrated_db(tmp_path_factory) -> Path:
     return db
 
 
-def _cap_address_space() -> None:
-    limit = ADDRESS_SPACE_MB * MB
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
 def run_import(upload: Path, *, db_template: Path, work: Path) -> dict:
     db = work / "db.sqlite3"
     shutil.copy(db_template, db)
     var = work / "var"
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "CONCORD_VAR_DIR": str(var), "PYTHONPATH": str(REPO),
-           "CELERY_TASK_ALWAYS_EAGER": "1", "REDIS_URL": ""}
+           "CELERY_TASK_ALWAYS_EAGER": "1", "REDIS_URL": "",
+           "IMPORT_RUNNER_ADDRESS_SPACE_MB": str(ADDRESS_SPACE_MB)}
     try:
         done = subprocess.run([sys.executable, str(RUNNER), str(upload)], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=JOB_TIMEOUT_S, preexec_fn=_cap_address_space)
+                              text=True, timeout=JOB_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         pytest.fail(f"the import of {upload.name} was still running after {JOB_TIMEOUT_S} s")
     assert done.returncode == 0, f"the import process died ({done.returncode}):\n{done.stderr[-3000:]}"
