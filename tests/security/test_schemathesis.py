@@ -20,7 +20,9 @@ from __future__ import annotations
 import hypothesis
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck
 from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
@@ -50,6 +52,18 @@ def _real_path_parameters(world: World, path: str) -> dict[str, object]:
 @pytest.fixture
 def fuzz_world(db, tmp_path) -> World:
     return build_world("p1", tmp_path / "own")
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    """Requests go through the real WSGI handler, whose request_started/finished signals close
+    the database connection: inside the test's transaction (PostgreSQL) that would end it.
+    Django's own test client disconnects them the same way."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 def _load_schema(world: World):
