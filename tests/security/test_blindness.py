@@ -153,7 +153,7 @@ def test_second_submit_and_every_later_response_are_the_same_for_gold_and_adjudi
 class _Links(HTMLParser):
     """Every URL a page can make the browser fetch or navigate to by GET."""
 
-    ATTRS = {"href", "src", "action", "hx-get", "data-url", "data-src", "formaction"}
+    ATTRS = frozenset({"href", "src", "action", "hx-get", "data-url", "data-src", "formaction"})
 
     def __init__(self) -> None:
         super().__init__()
