@@ -129,7 +129,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 # Uploaded images are never served by a static/media URL: only through a permission-checked
-# view with a fixed image content type (projects.views.item_image).
+# view with a fixed image content type (exports.views.item_image, rule in exports.image_access).
 MEDIA_ROOT = Path(env_str("CONCORD_MEDIA_ROOT", str(VAR_DIR / "media")))
 # Nothing routes this prefix; it exists because Django's test server expects a media URL.
 MEDIA_URL = "/_media-not-served/"

@@ -6,10 +6,11 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import Http404
+from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from exports.image_access import item_image_get_for_user
 from exports.models import PairStatus
 from exports.selectors import (
     candidate_groups,
@@ -197,3 +198,23 @@ def api_token_page(request):
         return redirect("api_token")
     token = Token.objects.filter(user=request.user).first()
     return render(request, "exports/token.html", {"token": token})
+
+
+@login_required
+@require_GET
+def item_image(request, slug, item_id):
+    """An item's image, to whom exports.image_access allows it, as an image (never as HTML,
+    whatever the bytes). It lives here, in the top app, because the rule reads releases,
+    near-duplicate pairs, adjudication tasks and annotations."""
+    project = project_get_for_user(user=request.user, slug=slug)
+    try:
+        image = item_image_get_for_user(user=request.user, project=project, item_id=item_id)
+        fh = open(image.path, "rb")  # noqa: SIM115 - FileResponse closes it
+    except (OSError, ValueError):
+        raise Http404("Image file missing") from None
+    response = FileResponse(fh, content_type=image.content_type)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Content-Disposition"] = "inline"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response

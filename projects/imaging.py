@@ -4,7 +4,7 @@ Nothing is stored unless Pillow identifies one of the allowed raster formats, th
 count is within the limit, and the whole image decodes (which catches truncated files). The
 stored file keeps its verified bytes under a content-addressed name whose extension comes from
 the detected format, never from the uploaded name, and is served only with an image content
-type and ``nosniff`` (projects.views.item_image).
+type and ``nosniff`` (exports.views.item_image).
 """
 from __future__ import annotations
 

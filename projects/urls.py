@@ -7,7 +7,6 @@ urlpatterns = [
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
     path("p/<slug:slug>/import/", views.import_page, name="import_page"),
     path("p/<slug:slug>/import/<int:job_id>/", views.import_job_partial, name="import_job_partial"),
-    path("p/<slug:slug>/items/<int:item_id>/image", views.item_image, name="item_image"),
 ]
 
 api_urlpatterns = [

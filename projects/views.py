@@ -5,7 +5,6 @@ from collections import defaultdict
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -64,24 +63,3 @@ def import_job_partial(request, slug, job_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
     job = get_object_or_404(ImportJob, project=project, pk=job_id)
     return render(request, "projects/import.html#job", {"project": project, "job": job})
-
-
-@login_required
-def item_image(request, slug, item_id):
-    """Serve an item's image to whom the rule of exports.image_access allows, as an image
-    (never as HTML, whatever the bytes)."""
-    # exports is the lowest app that knows every relation of the rule (see its docstring).
-    from exports.image_access import item_image_get_for_user
-
-    project = project_get_for_user(user=request.user, slug=slug)
-    try:
-        image = item_image_get_for_user(user=request.user, project=project, item_id=item_id)
-        fh = open(image.path, "rb")  # noqa: SIM115 - FileResponse closes it
-    except (OSError, ValueError):
-        raise Http404("Image file missing") from None
-    response = FileResponse(fh, content_type=image.content_type)
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    response["Content-Disposition"] = "inline"
-    response["Cache-Control"] = "private, max-age=3600"
-    return response
