@@ -5,6 +5,7 @@ DATABASE_URL / REDIS_URL switch to PostgreSQL and Redis.
 """
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -34,6 +35,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -62,6 +64,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "concord.middleware.ContentSecurityPolicyMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into the lockout page (concord.auth).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "concord.urls"
@@ -106,6 +110,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# Failed logins are limited per account and per address (concord/auth.py). The address is
+# REMOTE_ADDR: behind a reverse proxy that is the proxy's, so each address limit then counts
+# every client together (the per-account limit still holds).
+AUTHENTICATION_BACKENDS = ["concord.auth.LoginRateLimitBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("CONCORD_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("CONCORD_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_CALLABLE = "concord.auth.lockout_response"
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
@@ -119,7 +132,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 # Uploaded images are never served by a static/media URL: only through a permission-checked
-# view with a fixed image content type (projects.views.item_image).
+# view with a fixed image content type (exports.views.item_image, rule in exports.image_access).
 MEDIA_ROOT = Path(env_str("CONCORD_MEDIA_ROOT", str(VAR_DIR / "media")))
 # Nothing routes this prefix; it exists because Django's test server expects a media URL.
 MEDIA_URL = "/_media-not-served/"
@@ -212,6 +225,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation lists the refusals it can answer (tests/security/test_schemathesis.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "concord.openapi.document_error_responses"],
 }
 
 SESSION_COOKIE_HTTPONLY = True

@@ -241,3 +241,11 @@ def api_token_regenerate(*, user):
     with transaction.atomic():
         Token.objects.filter(user=user).delete()
         return Token.objects.create(user=user)
+
+
+def api_token_revoke(*, user) -> bool:
+    """Delete the user's token (it stops working at once); True if there was one."""
+    from rest_framework.authtoken.models import Token
+
+    deleted, _ = Token.objects.filter(user=user).delete()
+    return bool(deleted)

@@ -13,4 +13,6 @@ urlpatterns = [
     path("p/<slug:slug>/releases/diff/", views.release_diff_page, name="release_diff_page"),
     path("p/<slug:slug>/releases/v<int:number>/", views.release_page, name="release_page"),
     path("account/api-token/", views.api_token_page, name="api_token"),
+    # Item images (a projects URL): the access rule needs every stage's data (exports.image_access).
+    path("p/<slug:slug>/items/<int:item_id>/image", views.item_image, name="item_image"),
 ]

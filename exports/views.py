@@ -4,12 +4,13 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.errors import ServiceError
 from core.views import service_errors
+from exports.image_access import item_image_get_for_user
 from exports.models import PairStatus
 from exports.selectors import (
     candidate_groups,
@@ -29,6 +30,7 @@ from exports.selectors import (
 from exports.services import (
     api_token_get_or_create,
     api_token_regenerate,
+    api_token_revoke,
     export_job_start,
     near_duplicate_pair_review,
     near_duplicates_scan_start,
@@ -159,15 +161,39 @@ def release_diff_page(request, slug):
 @login_required
 @require_http_methods(["GET", "POST"])
 def api_token_page(request):
-    """The user's own REST token (DRF TokenAuthentication): see it, create it, replace it."""
+    """The user's own REST token (DRF TokenAuthentication): see it, create, replace or revoke it."""
     from rest_framework.authtoken.models import Token
 
     if request.method == "POST":
-        if request.POST.get("action") == "regenerate":
+        action = request.POST.get("action")
+        if action == "regenerate":
             api_token_regenerate(user=request.user)
             messages.info(request, "New token created; the old one no longer works.")
+        elif action == "revoke":
+            if api_token_revoke(user=request.user):
+                messages.info(request, "Token revoked: it no longer works. Create a new one when you need it.")
         else:
             api_token_get_or_create(user=request.user)
         return redirect("api_token")
     token = Token.objects.filter(user=request.user).first()
     return render(request, "exports/token.html", {"token": token})
+
+
+@login_required
+@require_GET
+def item_image(request, slug, item_id):
+    """An item's image, to whom exports.image_access allows it, as an image (never as HTML,
+    whatever the bytes). It lives here, in the top app, because the rule reads releases,
+    near-duplicate pairs, adjudication tasks and annotations."""
+    project = project_get_for_user(user=request.user, slug=slug)
+    try:
+        image = item_image_get_for_user(user=request.user, project=project, item_id=item_id)
+        fh = open(image.path, "rb")  # noqa: SIM115 - FileResponse closes it
+    except (OSError, ValueError):
+        raise Http404("Image file missing") from None
+    response = FileResponse(fh, content_type=image.content_type)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Content-Disposition"] = "inline"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response

@@ -28,7 +28,7 @@ from core.parsers import depth_within
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv", "items.jsonl", "items.csv")
 #: Nesting depth of a row (a row is an object; "metadata" may hold objects and lists).
 MAX_ROW_DEPTH = 16
-_READ_CHUNK = 1 << 16
+_READ_BLOCK = 1 << 20
 
 
 class SourceError(ValueError):
@@ -64,21 +64,46 @@ class Limits:
         return cls(max_rows=settings.CONCORD_IMPORT_MAX_ROWS, max_row_bytes=settings.CONCORD_IMPORT_MAX_ROW_BYTES)
 
 
-def _bounded_lines(stream: IO[bytes], max_bytes: int) -> Iterator[bytes | None]:
-    """Physical lines of a binary stream; a line longer than ``max_bytes`` is skipped (read
-    through in chunks, never held) and yielded as None."""
+def _bounded_lines(stream: IO[bytes], max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, line) for every non-blank physical line of a binary stream, read in 1 MB
+    blocks; a line longer than ``max_bytes`` is skipped (never held whole) and given as None.
+    A block of nothing but whitespace (a manifest of a million newlines) costs one scan."""
+    number = 0  # lines finished so far
+    pending = b""
+    overlong = False
     while True:
-        line = stream.readline(max_bytes + 1)
-        if not line:
-            return
-        if len(line) > max_bytes and not line.endswith(b"\n"):
-            while True:  # discard the rest of the over-long line
-                rest = stream.readline(_READ_CHUNK)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield None
+        block = stream.read(_READ_BLOCK)
+        if not block:
+            break
+        if not pending and not overlong and not block.strip():
+            number += block.count(b"\n")
             continue
-        yield line
+        parts = block.split(b"\n")
+        for k, part in enumerate(parts[:-1]):
+            number += 1
+            if k == 0:
+                if overlong:
+                    overlong = False
+                    pending = b""
+                    yield number, None
+                    continue
+                part, pending = pending + part, b""
+            if len(part) > max_bytes:
+                yield number, None
+            elif part.strip():
+                yield number, part
+        tail = parts[-1]
+        if len(parts) > 1:
+            pending = b""
+        if overlong:
+            continue
+        pending += tail
+        if len(pending) > max_bytes:
+            overlong, pending = True, b""
+    if overlong:
+        yield number + 1, None
+    elif pending.strip():
+        yield number + 1, pending
 
 
 class ImportSource:
@@ -177,11 +202,10 @@ class ImportSource:
         """Rows the manifest will yield (for the progress bar): one streaming pass, bounded."""
         n = 0
         with self._open_manifest() as fh:
-            for line in _bounded_lines(fh, limits.max_row_bytes):
-                if line is None or line.strip():
-                    n += 1
-                    if n > limits.max_rows:
-                        break
+            for _ in _bounded_lines(fh, limits.max_row_bytes):
+                n += 1
+                if n > limits.max_rows:
+                    break
         is_csv = self.manifest_name.lower().endswith(".csv")
         return max(0, min(n - (1 if is_csv else 0), limits.max_rows))
 
@@ -199,9 +223,7 @@ class ImportSource:
     def _jsonl_rows(self, limits: Limits) -> Iterator[Row]:
         count = 0
         with self._open_manifest() as fh:
-            for number, line in enumerate(_bounded_lines(fh, limits.max_row_bytes), start=1):
-                if line is not None and not line.strip():
-                    continue
+            for number, line in _bounded_lines(fh, limits.max_row_bytes):
                 count += 1
                 if count > limits.max_rows:
                     yield self._too_many(number, limits)
@@ -235,8 +257,10 @@ class ImportSource:
         csv.field_size_limit(limits.max_row_bytes)
         with self._open_manifest() as fh:
             lines = _bounded_lines(fh, limits.max_row_bytes)
-            text = (("\x00__too_long__\n" if line is None else line.decode("utf-8", errors="surrogateescape"))
-                    for line in lines)
+            # csv reads physical lines (a quoted cell may span several): blank lines are dropped
+            # here, which csv would skip anyway.
+            text = (("\x00__too_long__\n" if line is None else line.decode("utf-8", errors="surrogateescape") + "\n")
+                    for _, line in lines)
             first = next(text, "")
             if first.startswith("\ufeff"):
                 first = first[1:]

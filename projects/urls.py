@@ -8,7 +8,6 @@ urlpatterns = [
     path("p/<slug:slug>/import/", views.import_page, name="import_page"),
     path("p/<slug:slug>/jobs/<slug:kind>/<int:job_id>/", views.job_partial, name="job_partial"),
     path("p/<slug:slug>/jobs/<slug:kind>/<int:job_id>/cancel", views.job_cancel_view, name="job_cancel"),
-    path("p/<slug:slug>/items/<int:item_id>/image", views.item_image, name="item_image"),
 ]
 
 api_urlpatterns = [

@@ -5,7 +5,6 @@ from collections import defaultdict
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -13,9 +12,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from core.jobs import job_cancel
 from core.views import form_errors
-from projects.access import item_get_for_user, project_get_for_user
+from projects.access import project_get_for_user
 from projects.forms import ImportUploadForm
-from projects.imaging import CONTENT_TYPES, image_path
 from projects.imports import import_job_start
 from projects.models import Role, Stage
 from projects.selectors import import_jobs_for_project, job_get_for_project, memberships_for_user, project_stage_counts
@@ -84,22 +82,3 @@ def job_cancel_view(request, slug, kind, job_id):
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
         back = reverse("project_detail", args=[slug])
     return redirect(back)
-
-
-@login_required
-def item_image(request, slug, item_id):
-    """Serve an item's image to members only, as an image (never as HTML, whatever the bytes)."""
-    project = project_get_for_user(user=request.user, slug=slug)
-    item = item_get_for_user(user=request.user, project=project, item_id=item_id)
-    try:
-        path = image_path(item.image)
-        fh = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
-    except (OSError, ValueError):
-        raise Http404("Image file missing") from None
-    ext = item.image.rsplit(".", 1)[-1]
-    response = FileResponse(fh, content_type=CONTENT_TYPES.get(ext, "application/octet-stream"))
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    response["Content-Disposition"] = "inline"
-    response["Cache-Control"] = "private, max-age=3600"
-    return response

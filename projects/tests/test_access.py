@@ -65,8 +65,9 @@ def test_wrong_role_gets_403_on_lead_pages(client_for, annotator_a, researcher, 
         assert client_for(user).get(f"/p/{project.slug}/import/").status_code == 403
 
 
-def test_image_is_served_as_an_image_never_as_html(client_for, annotator_a, project, items):
-    r = client_for(annotator_a).get(f"/p/{project.slug}/items/{items[0].pk}/image")
+def test_image_is_served_as_an_image_never_as_html(client_for, lead, project, items):
+    # The lead: an annotator sees only images of items in their queue (tests/security/test_images.py).
+    r = client_for(lead).get(f"/p/{project.slug}/items/{items[0].pk}/image")
     assert r.status_code == 200
     assert r["Content-Type"] == "image/jpeg"
     assert r["X-Content-Type-Options"] == "nosniff"

@@ -650,9 +650,9 @@ function init(root) {
       badge.textContent = "Submitted";
       if (submitBtn) submitBtn.textContent = "Submit revision";
       setStatus(`Submitted ${new Date().toLocaleTimeString()}`, "ok");
-      const routed = d.routed ? " The item now has all its annotations and has moved on." : " You can revise it until the item goes to adjudication.";
-      showBanner(`Submitted.${routed}`, "ok");
-      if (d.routed) { editable = false; fieldset.disabled = true; if (submitBtn) submitBtn.remove(); syncCanvas(); }
+      // The response says nothing about the other annotators (blindness): whether the item
+      // has moved on shows only when a later revision is refused ("closed").
+      showBanner("Submitted. You can revise it until the item has all its annotations.", "ok");
       const skip = document.querySelector(".skip-card");
       if (skip) skip.remove();
       document.body.dispatchEvent(new CustomEvent("annotation-submitted", { bubbles: true }));
