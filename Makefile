@@ -2,14 +2,21 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+# The venv gets the development lock (runtime + test tools); the Docker image only the runtime
+# lock (requirements/base.txt). Both are full locks with hashes: installed with --no-deps, so
+# that rapidocr's declared opencv-python (GUI build, needs libGL) never lands next to the
+# headless wheel (see requirements/base.in).
+LOCK   := requirements/dev.txt
+STAMP  := $(VENV)/.installed-$(shell cksum $(LOCK) | cut -d' ' -f1)
+PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q --no-deps --require-hashes
 
-.PHONY: run test venv lock clean
+.PHONY: run test lint venv lock clean
 
-$(STAMP): requirements.txt
+$(STAMP): $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Concord needs Python 3.11 or newer")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(PIP) -r $(LOCK)
+	@$(BIN)/python -c 'import cv2, django, rest_framework, celery' || (echo "installed packages do not import" && exit 1)
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
@@ -18,14 +25,20 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(BIN)/python scripts/run.py
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
+
+test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Re-pin requirements.txt from requirements.in (maintainers only).
-lock:
-	rm -rf /tmp/concord-lock && $(PYTHON) -m venv /tmp/concord-lock
-	/tmp/concord-lock/bin/pip install -q -r requirements.in
-	/tmp/concord-lock/bin/pip freeze --exclude-editable > requirements.txt
+# Re-pin both locks from requirements/*.in (maintainers only; needs the package index).
+lock: $(STAMP)
+	cd requirements && ../$(BIN)/pip-compile -q --generate-hashes --strip-extras --unsafe-package opencv-python \
+		--output-file base.txt base.in
+	cd requirements && ../$(BIN)/pip-compile -q --generate-hashes --strip-extras --unsafe-package opencv-python \
+		--output-file dev.txt dev.in
 
 clean:
 	rm -rf $(VENV) var

@@ -3,6 +3,7 @@
 Tests that need PostgreSQL, Redis, a worker process or Chromium skip with a clear reason when
 those are missing, except under CONCORD_REQUIRE_SERVICES=1 (CI), where a skip is a failure.
 """
+
 from __future__ import annotations
 
 import os
@@ -101,8 +102,12 @@ def project(lead, annotator_a, annotator_b, reviewer, auditor, researcher):
     from projects.factories import project_with_members
 
     return project_with_members(
-        "p1", lead=[lead], annotator=[annotator_a, annotator_b], reviewer=[reviewer],
-        auditor=[auditor], researcher=[researcher],
+        "p1",
+        lead=[lead],
+        annotator=[annotator_a, annotator_b],
+        reviewer=[reviewer],
+        auditor=[auditor],
+        researcher=[researcher],
     )
 
 
@@ -134,8 +139,15 @@ def chromium_browser():
     pw = sync_playwright().start()
     browser = pw.chromium.launch(
         executable_path=CHROMIUM,
-        args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync"],
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
     )
     yield browser
     browser.close()
@@ -172,4 +184,7 @@ def browser_login(page, live_server):
 @pytest.fixture(autouse=True)
 def _plain_static_storage(settings):
     # The manifest storage needs collectstatic; tests (and live_server) use the source files.
-    settings.STORAGES = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }

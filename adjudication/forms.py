@@ -3,7 +3,8 @@ from django import forms
 
 class LexiconForm(forms.Form):
     entries = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false"}), required=False,
+        widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false"}),
+        required=False,
         help_text="One mapping per line: variant, canonical form",
     )
     note = forms.CharField(max_length=300, required=False)

@@ -3,6 +3,7 @@
 Every write path for gold, adjudication tasks and the lexicon is here, in one transaction with
 the item's stage change and its history event.
 """
+
 from __future__ import annotations
 
 import csv
@@ -28,11 +29,14 @@ ROUTE_WAITING, ROUTE_GOLD, ROUTE_ADJUDICATION = "waiting", "gold", "adjudication
 MAX_LEXICON_ENTRIES = 20000
 
 
-def history_record(*, project: Project, item: Item | None, kind: str, actor=None, old=None, new=None, note: str = "") -> None:
+def history_record(
+    *, project: Project, item: Item | None, kind: str, actor=None, old=None, new=None, note: str = ""
+) -> None:
     HistoryEvent.objects.create(project=project, item=item, kind=kind, actor=actor, old=old, new=new, note=note)
 
 
 # ---------------------------------------------------------------- lexicon
+
 
 def lexicon_current(*, project: Project) -> tuple[int | None, dict[str, str]]:
     row = LexiconVersion.objects.filter(project=project).order_by("-version").first()
@@ -65,7 +69,9 @@ def lexicon_check(entries: dict) -> dict[str, str]:
         except ValueError as exc:
             errors.append(str(exc))
     if errors:
-        raise Invalid("Some lexicon entries cannot be used.", errors={f"entry {i + 1}": e for i, e in enumerate(errors)})
+        raise Invalid(
+            "Some lexicon entries cannot be used.", errors={f"entry {i + 1}": e for i, e in enumerate(errors)}
+        )
     return clean
 
 
@@ -80,9 +86,15 @@ def lexicon_save(*, project: Project, entries: dict, user=None, note: str = "") 
             project=project, version=(old_version or 0) + 1, entries=clean, created_by=user, change_note=note[:300]
         )
         added = {k: v for k, v in clean.items() if old.get(k) != v}
-        history_record(project=project, item=None, kind="lexicon", actor=user,
-                       old={"version": old_version, "removed_or_changed": {k: old[k] for k in old if clean.get(k) != old[k]}},
-                       new={"version": row.version, "added_or_changed": added}, note=note)
+        history_record(
+            project=project,
+            item=None,
+            kind="lexicon",
+            actor=user,
+            old={"version": old_version, "removed_or_changed": {k: old[k] for k in old if clean.get(k) != old[k]}},
+            new={"version": row.version, "added_or_changed": added},
+            note=note,
+        )
     return row
 
 
@@ -121,6 +133,7 @@ def lexicon_seed(*, project: Project) -> LexiconVersion | None:
 
 
 # ---------------------------------------------------------------- routing
+
 
 def compare_annotations(*, project: Project, values: list[dict], lexicon: dict | None) -> dict[str, str]:
     """Worst per-field outcome over every annotator pair."""
@@ -161,7 +174,9 @@ def item_route(*, item: Item) -> str:
             continue
         merged = None
         if outcome == MINOR and rules:
-            merged = REGISTRY[spec["type"]].auto_merge(spec, [v.get(name) for v in values], rules=rules, lexicon=lexicon)
+            merged = REGISTRY[spec["type"]].auto_merge(
+                spec, [v.get(name) for v in values], rules=rules, lexicon=lexicon
+            )
         if merged is None:
             needs_review = True
             continue
@@ -170,36 +185,58 @@ def item_route(*, item: Item) -> str:
     if not needs_review:
         check = schema.validate(gold, item_text=item.text)
         if check.ok:
-            _gold_write(item=item, values=check.values, provenance=provenance, note="", decided_by=None,
-                        task=None, lexicon_version=lexicon_version, kind="gold:auto")
+            _gold_write(
+                item=item,
+                values=check.values,
+                provenance=provenance,
+                note="",
+                decided_by=None,
+                task=None,
+                lexicon_version=lexicon_version,
+                kind="gold:auto",
+            )
             return ROUTE_GOLD
         needs_review = True  # a merge that breaks a rule goes to a person
-    task = AdjudicationTask.objects.create(
-        item=item, comparison=comparison, annotation_ids=[a.pk for a in annotations]
-    )
+    task = AdjudicationTask.objects.create(item=item, comparison=comparison, annotation_ids=[a.pk for a in annotations])
     Item.objects.filter(pk=item.pk).update(stage=Stage.ADJUDICATION)
     item.stage = Stage.ADJUDICATION
     history_record(project=project, item=item, kind="routed", new={"comparison": comparison, "task": task.pk})
     return ROUTE_ADJUDICATION
 
 
-def _gold_write(*, item: Item, values: dict, provenance: dict, note: str, decided_by, task, lexicon_version, kind: str) -> GoldRecord:
+def _gold_write(
+    *, item: Item, values: dict, provenance: dict, note: str, decided_by, task, lexicon_version, kind: str
+) -> GoldRecord:
     last = GoldRecord.objects.select_for_update().filter(item=item).order_by("-revision").first()
     if last is not None:
         GoldRecord.objects.filter(item=item, is_current=True).update(is_current=False)
     record = GoldRecord.objects.create(
-        item=item, revision=(last.revision + 1) if last else 1, values=values, provenance=provenance,
-        note=note, schema_version=item.project.schema_version, lexicon_version=lexicon_version,
-        decided_by=decided_by, task=task,
+        item=item,
+        revision=(last.revision + 1) if last else 1,
+        values=values,
+        provenance=provenance,
+        note=note,
+        schema_version=item.project.schema_version,
+        lexicon_version=lexicon_version,
+        decided_by=decided_by,
+        task=task,
     )
     Item.objects.filter(pk=item.pk).update(stage=Stage.GOLD)
     item.stage = Stage.GOLD
-    history_record(project=item.project, item=item, kind=kind, actor=decided_by,
-                   old=last.values if last else None, new=values, note=note)
+    history_record(
+        project=item.project,
+        item=item,
+        kind=kind,
+        actor=decided_by,
+        old=last.values if last else None,
+        new=values,
+        note=note,
+    )
     return record
 
 
 # ---------------------------------------------------------------- reviewer work
+
 
 def _annotated_by(user) -> Q:
     return Q(item__in=Annotation.objects.filter(annotator=user, kind="annotation").values("item"))
@@ -211,9 +248,13 @@ def adjudication_next(*, project: Project, reviewer) -> AdjudicationTask | None:
     Never an item the reviewer annotated. Claiming is a conditional UPDATE whose row count is
     checked, so two reviewers pressing "next" at once never get the same task.
     """
-    mine = AdjudicationTask.objects.filter(
-        item__project=project, status=AdjudicationTask.Status.CLAIMED, reviewer=reviewer
-    ).exclude(_annotated_by(reviewer)).first()
+    mine = (
+        AdjudicationTask.objects.filter(
+            item__project=project, status=AdjudicationTask.Status.CLAIMED, reviewer=reviewer
+        )
+        .exclude(_annotated_by(reviewer))
+        .first()
+    )
     if mine:
         return mine
     candidates = (
@@ -244,11 +285,15 @@ def adjudication_claim(*, task: AdjudicationTask, reviewer) -> bool:
 
 
 def adjudication_draft_save(*, task: AdjudicationTask, reviewer, draft: dict, version: int) -> int:
-    updated = AdjudicationTask.objects.filter(pk=task.pk, version=version, reviewer=reviewer).exclude(
-        status=AdjudicationTask.Status.DONE
-    ).update(draft=draft, version=version + 1)
+    updated = (
+        AdjudicationTask.objects.filter(pk=task.pk, version=version, reviewer=reviewer)
+        .exclude(status=AdjudicationTask.Status.DONE)
+        .update(draft=draft, version=version + 1)
+    )
     if not updated:
-        raise StaleVersion("This adjudication was changed elsewhere (another tab or person). Reload to see it; your edits are kept in this page.")
+        raise StaleVersion(
+            "This adjudication was changed elsewhere (another tab or person). Reload to see it; your edits are kept in this page."
+        )
     return version + 1
 
 
@@ -299,9 +344,19 @@ def gold_decide(*, task: AdjudicationTask, reviewer, decisions: dict, note: str,
             pk=task.pk, version=version, reviewer=reviewer, status=AdjudicationTask.Status.CLAIMED
         ).update(status=AdjudicationTask.Status.DONE, version=version + 1, resolved_at=timezone.now(), draft={})
         if not updated:
-            raise StaleVersion("This adjudication was already saved or changed elsewhere. Reload to see the current state.")
-        record = _gold_write(item=item, values=check.values, provenance=provenance, note=note, decided_by=reviewer,
-                             task=task, lexicon_version=lexicon_version, kind="gold:reviewer")
+            raise StaleVersion(
+                "This adjudication was already saved or changed elsewhere. Reload to see the current state."
+            )
+        record = _gold_write(
+            item=item,
+            values=check.values,
+            provenance=provenance,
+            note=note,
+            decided_by=reviewer,
+            task=task,
+            lexicon_version=lexicon_version,
+            kind="gold:reviewer",
+        )
     return record
 
 

@@ -4,6 +4,7 @@ static/annotation/workspace.js and usable with a REST token.
 One APIView per operation with its own input and output serializers. The same views serve the
 candidate-blind audit, with ``kind="audit"`` bound in the URL (auditor role required).
 """
+
 from __future__ import annotations
 
 from django.urls import reverse
@@ -31,10 +32,12 @@ ROLE_FOR_KIND = {Kind.ANNOTATION: Role.ANNOTATOR, Kind.AUDIT: Role.AUDITOR}
 class SaveInput(serializers.Serializer):
     values = serializers.JSONField(help_text="Schema fields: {name: value}.")
     version = serializers.IntegerField(min_value=0, help_text="Version the edits are based on; stale -> 409.")
-    provenance = serializers.JSONField(required=False, default=dict,
-                                       help_text='{field: {"letter": "B"}} for fields taken from a candidate.')
-    time_spent_ms = serializers.IntegerField(required=False, default=0, min_value=0,
-                                             help_text="Active milliseconds since the previous successful save.")
+    provenance = serializers.JSONField(
+        required=False, default=dict, help_text='{field: {"letter": "B"}} for fields taken from a candidate.'
+    )
+    time_spent_ms = serializers.IntegerField(
+        required=False, default=0, min_value=0, help_text="Active milliseconds since the previous successful save."
+    )
 
 
 class SaveOutput(serializers.Serializer):
@@ -43,7 +46,9 @@ class SaveOutput(serializers.Serializer):
 
     version = serializers.IntegerField()
     status = serializers.CharField()
-    holds_slot = serializers.BooleanField(help_text="False: your claim expired and the slot was taken; the draft is kept.")
+    holds_slot = serializers.BooleanField(
+        help_text="False: your claim expired and the slot was taken; the draft is kept."
+    )
     saved_at = serializers.DateTimeField()
 
 
@@ -63,20 +68,34 @@ class OwnAnnotationApi(APIView):
 class AnnotationStateApi(OwnAnnotationApi):
     """The caller's own annotation of an item, with anonymized candidates (none in an audit)."""
 
-    @extend_schema(responses=inline_serializer("AnnotationState", {
-        "annotation": serializers.DictField(), "candidates": serializers.ListField(child=serializers.DictField()),
-        "item": serializers.DictField(),
-    }))
+    @extend_schema(
+        responses=inline_serializer(
+            "AnnotationState",
+            {
+                "annotation": serializers.DictField(),
+                "candidates": serializers.ListField(child=serializers.DictField()),
+                "item": serializers.DictField(),
+            },
+        )
+    )
     def get(self, request, slug, item_id, kind=Kind.ANNOTATION):
         self.kind = kind
         ws = workspace_for_annotator(annotation=self._annotation(request, slug, item_id), audit=kind == Kind.AUDIT)
         item = ws.item
-        return Response({
-            "annotation": ws.state,
-            "item": {"id": item.pk, "text": item.text, "title": item.title, "width": item.width, "height": item.height,
-                     "image_url": reverse("item_image", args=[slug, item.pk])},
-            "candidates": [{"letter": c.letter, "fields": c.values} for c in ws.candidates],
-        })
+        return Response(
+            {
+                "annotation": ws.state,
+                "item": {
+                    "id": item.pk,
+                    "text": item.text,
+                    "title": item.title,
+                    "width": item.width,
+                    "height": item.height,
+                    "image_url": reverse("item_image", args=[slug, item.pk]),
+                },
+                "candidates": [{"letter": c.letter, "fields": c.values} for c in ws.candidates],
+            }
+        )
 
 
 class AnnotationDraftApi(OwnAnnotationApi):
@@ -98,8 +117,15 @@ class SkipInput(serializers.Serializer):
 
 
 class AnnotationSkipApi(OwnAnnotationApi):
-    @extend_schema(request=SkipInput, responses={200: inline_serializer("SkipOutput", {"status": serializers.CharField()}),
-                                                 400: ErrorOutput, 404: ErrorOutput, 409: ErrorOutput})
+    @extend_schema(
+        request=SkipInput,
+        responses={
+            200: inline_serializer("SkipOutput", {"status": serializers.CharField()}),
+            400: ErrorOutput,
+            404: ErrorOutput,
+            409: ErrorOutput,
+        },
+    )
     def post(self, request, slug, item_id, kind=Kind.ANNOTATION):
         self.kind = kind
         annotation = self._annotation(request, slug, item_id)
@@ -112,22 +138,39 @@ class AnnotationSkipApi(OwnAnnotationApi):
 class AnnotationNextApi(APIView):
     """Claim the next item (or resume your unfinished one)."""
 
-    @extend_schema(request=None, responses=inline_serializer("NextOutput", {
-        "outcome": serializers.CharField(help_text="claimed / resumed / empty / break"),
-        "item_id": serializers.IntegerField(allow_null=True), "url": serializers.CharField(allow_null=True),
-    }))
+    @extend_schema(
+        request=None,
+        responses=inline_serializer(
+            "NextOutput",
+            {
+                "outcome": serializers.CharField(help_text="claimed / resumed / empty / break"),
+                "item_id": serializers.IntegerField(allow_null=True),
+                "url": serializers.CharField(allow_null=True),
+            },
+        ),
+    )
     def post(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR])
         pref = annotator_preference(user=request.user, project=project)
         if pref is None or pref.content_warning_accepted_at is None:
-            return Response({"code": "content_warning", "detail": "Read the content warning first.", "errors": {},
-                             "url": reverse("annotate_warning", args=[slug])}, status=403)
+            return Response(
+                {
+                    "code": "content_warning",
+                    "detail": "Read the content warning first.",
+                    "errors": {},
+                    "url": reverse("annotate_warning", args=[slug]),
+                },
+                status=403,
+            )
         result = assignment_claim_next(annotator=request.user, project=project)
         item_id = result.annotation.item_id if result.annotation else None
-        return Response({
-            "outcome": result.outcome, "item_id": item_id,
-            "url": reverse("annotate_item", args=[slug, item_id]) if item_id else None,
-        })
+        return Response(
+            {
+                "outcome": result.outcome,
+                "item_id": item_id,
+                "url": reverse("annotate_item", args=[slug, item_id]) if item_id else None,
+            }
+        )
 
 
 class AnonymousCandidateOutput(serializers.Serializer):
@@ -158,12 +201,12 @@ class ItemCandidatesOutput(serializers.Serializer):
 class ItemCandidatesApi(APIView):
     """Leads and researchers get identities; annotators get "Candidate A/B/C" with fields only."""
 
-    @extend_schema(summary="An item's candidates (identified for leads/researchers, anonymized for annotators)",
-                   responses={200: ItemCandidatesOutput, 403: ErrorOutput, 404: ErrorOutput})
+    @extend_schema(
+        summary="An item's candidates (identified for leads/researchers, anonymized for annotators)",
+        responses={200: ItemCandidatesOutput, 403: ErrorOutput, 404: ErrorOutput},
+    )
     def get(self, request, slug, item_id):
-        project = project_get_for_user(
-            user=request.user, slug=slug, roles=[Role.LEAD, Role.RESEARCHER, Role.ANNOTATOR]
-        )
+        project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD, Role.RESEARCHER, Role.ANNOTATOR])
         item = item_get_for_user(user=request.user, project=project, item_id=item_id)
         if roles_of(user=request.user, project=project) & {Role.LEAD, Role.RESEARCHER}:
             rows = IdentifiedCandidateOutput(candidates_with_identity(item=item), many=True).data

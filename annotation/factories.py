@@ -1,4 +1,5 @@
 """Annotation test data, made through the services as annotators would make it."""
+
 from __future__ import annotations
 
 from annotation.services import assignment_claim_next, content_warning_accept
@@ -15,7 +16,11 @@ MEME3W_HARMFUL = {
     "visual_region": [[100, 120, 400, 500]],
 }
 MEME3W_NOT_HARMFUL = {
-    "label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None, "visual_region": [],
+    "label": "non-harmful",
+    "target_category": None,
+    "target_entity": None,
+    "text_mention": None,
+    "visual_region": [],
 }
 
 
@@ -48,12 +53,22 @@ def candidates_create(item, replies: list[dict], *, prompt_version: str = "v1"):
     out = []
     for i, reply in enumerate(replies):
         provider = Provider.objects.filter(project=item.project, name=PROVIDER_NAMES[i]).first() or provider_create(
-            project=item.project, name=PROVIDER_NAMES[i], kind="openai-compatible", model=MODEL_NAMES[i],
+            project=item.project,
+            name=PROVIDER_NAMES[i],
+            kind="openai-compatible",
+            model=MODEL_NAMES[i],
             base_url="http://127.0.0.1:9/v1",
         )
-        out.append(candidate_store(
-            item=item, provider=provider, prompt_version=prompt_version,
-            reply_text=json.dumps({"think": f"secret reasoning {i}", **reply}), model_name=MODEL_NAMES[i],
-            latency_ms=10, prompt_tokens=1, completion_tokens=1,
-        ))
+        out.append(
+            candidate_store(
+                item=item,
+                provider=provider,
+                prompt_version=prompt_version,
+                reply_text=json.dumps({"think": f"secret reasoning {i}", **reply}),
+                model_name=MODEL_NAMES[i],
+                latency_ms=10,
+                prompt_tokens=1,
+                completion_tokens=1,
+            )
+        )
     return out

@@ -20,6 +20,7 @@ the same transaction and the item's assignments are deleted: they matter only wh
 being annotated, which keeps the "next item" queries bounded by work in flight, not by project
 size.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -44,24 +45,44 @@ class Annotation(models.Model):
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="annotations")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotations")
-    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.ANNOTATION,
-                            help_text="annotation (counts toward the item's N) or audit (candidate-blind).")
+    kind = models.CharField(
+        max_length=12,
+        choices=Kind.choices,
+        default=Kind.ANNOTATION,
+        help_text="annotation (counts toward the item's N) or audit (candidate-blind).",
+    )
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.DRAFT)
-    values = models.JSONField(default=dict, blank=True, help_text=(
-        "Schema fields. Validated when submitted; while a draft, the annotator's work in progress."
-    ))
-    draft_values = models.JSONField(null=True, blank=True, help_text=(
-        "Unsubmitted edits of a submitted annotation (a revision in progress); null when none. "
-        "``values`` keeps the last submitted, validated record meanwhile."
-    ))
-    version = models.PositiveIntegerField(default=0, help_text="Incremented on each save; a stale version gets HTTP 409.")
+    values = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=("Schema fields. Validated when submitted; while a draft, the annotator's work in progress."),
+    )
+    draft_values = models.JSONField(
+        null=True,
+        blank=True,
+        help_text=(
+            "Unsubmitted edits of a submitted annotation (a revision in progress); null when none. "
+            "``values`` keeps the last submitted, validated record meanwhile."
+        ),
+    )
+    version = models.PositiveIntegerField(
+        default=0, help_text="Incremented on each save; a stale version gets HTTP 409."
+    )
     schema_version = models.PositiveIntegerField(default=1, help_text="Project schema version of the last save.")
-    provenance = models.JSONField(default=dict, blank=True, help_text=(
-        '{field: {"letter": "B", "candidate_id": 12, "edited": false}} for fields taken from a candidate; '
-        "edited = the saved value differs from the candidate's (computed by the server)."
-    ))
-    time_spent_ms = models.PositiveBigIntegerField(default=0, help_text="Active time measured in the browser, summed over saves.")
-    opened_at = models.DateTimeField(null=True, blank=True, help_text="First time the annotator opened the item (server time).")
+    provenance = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=(
+            '{field: {"letter": "B", "candidate_id": 12, "edited": false}} for fields taken from a candidate; '
+            "edited = the saved value differs from the candidate's (computed by the server)."
+        ),
+    )
+    time_spent_ms = models.PositiveBigIntegerField(
+        default=0, help_text="Active time measured in the browser, summed over saves."
+    )
+    opened_at = models.DateTimeField(
+        null=True, blank=True, help_text="First time the annotator opened the item (server time)."
+    )
     submitted_at = models.DateTimeField(null=True, blank=True, help_text="Last submission (server time).")
     first_submitted_at = models.DateTimeField(null=True, blank=True, help_text="First submission (server time).")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -94,8 +115,12 @@ class Assignment(models.Model):
         ACTIVE = "active", "Active (claimed)"
         SUBMITTED = "submitted", "Submitted"
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="assignments",
-                                help_text="Denormalized from item: the queue is per project.")
+    project = models.ForeignKey(
+        Project,
+        on_delete=models.CASCADE,
+        related_name="assignments",
+        help_text="Denormalized from item: the queue is per project.",
+    )
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
     annotation = models.OneToOneField(Annotation, on_delete=models.CASCADE, related_name="assignment")
@@ -152,8 +177,9 @@ class AnnotatorPreference(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotator_preferences")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="annotator_preferences")
-    content_warning_accepted_at = models.DateTimeField(null=True, blank=True,
-                                                       help_text="When the annotator read the content warning.")
+    content_warning_accepted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the annotator read the content warning."
+    )
     blur_images = models.BooleanField(default=False, help_text="Blur each image until clicked.")
 
     class Meta:

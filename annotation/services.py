@@ -8,6 +8,7 @@ annotation.models) is checked against committed data only. "Next item" uses
 item instead of queueing behind it. SQLite has no row locks: its ``IMMEDIATE`` transactions
 (concord.settings) serialize the same code instead.
 """
+
 from __future__ import annotations
 
 import json
@@ -123,12 +124,21 @@ def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:
     if _held_by_others(rows, annotator_id=annotator.pk, now=now) >= project.annotators_per_item:
         return None
     annotation = Annotation.objects.create(
-        item=item, annotator=annotator, kind=Kind.ANNOTATION, status=Status.DRAFT,
+        item=item,
+        annotator=annotator,
+        kind=Kind.ANNOTATION,
+        status=Status.DRAFT,
         schema_version=project.schema_version,
     )
     Assignment.objects.create(
-        project=project, item=item, annotator=annotator, annotation=annotation, kind=Kind.ANNOTATION,
-        status=Assignment.Status.ACTIVE, claimed_at=now, expires_at=_expiry(project, now),
+        project=project,
+        item=item,
+        annotator=annotator,
+        annotation=annotation,
+        kind=Kind.ANNOTATION,
+        status=Assignment.Status.ACTIVE,
+        claimed_at=now,
+        expires_at=_expiry(project, now),
     )
     return annotation
 
@@ -149,8 +159,14 @@ def _reclaim_locked(*, annotation: Annotation, rows: list[tuple], now) -> bool:
     expires = _expiry(item.project, now)
     if assignment is None:
         assignment = Assignment.objects.create(
-            project=item.project, item=item, annotator_id=annotation.annotator_id, annotation=annotation,
-            kind=annotation.kind, status=Assignment.Status.ACTIVE, claimed_at=now, expires_at=expires,
+            project=item.project,
+            item=item,
+            annotator_id=annotation.annotator_id,
+            annotation=annotation,
+            kind=annotation.kind,
+            status=Assignment.Status.ACTIVE,
+            claimed_at=now,
+            expires_at=expires,
         )
         annotation.assignment = assignment
     elif slot_held(assignment.status, assignment.expires_at, now):
@@ -224,20 +240,30 @@ def assignment_claim_next(*, annotator, project: Project) -> ClaimResult:
     now = timezone.now()
     own = list(
         Assignment.objects.filter(
-            project=project, annotator=annotator, kind=Kind.ANNOTATION, status=Assignment.Status.ACTIVE,
-            item__stage=Stage.ANNOTATING, annotation__status=Status.DRAFT,
-        ).order_by("claimed_at", "id").values_list("item_id", "expires_at")[:20]
+            project=project,
+            annotator=annotator,
+            kind=Kind.ANNOTATION,
+            status=Assignment.Status.ACTIVE,
+            item__stage=Stage.ANNOTATING,
+            annotation__status=Status.DRAFT,
+        )
+        .order_by("claimed_at", "id")
+        .values_list("item_id", "expires_at")[:20]
     )
     for item_id, expires_at in own:
         if expires_at is None or expires_at > now:
-            return ClaimResult("resumed", Annotation.objects.get(item_id=item_id, annotator=annotator, kind=Kind.ANNOTATION))
+            return ClaimResult(
+                "resumed", Annotation.objects.get(item_id=item_id, annotator=annotator, kind=Kind.ANNOTATION)
+            )
     for item_id, _ in own:
         with transaction.atomic():
             item = _lock_item(item_id)
             if item is None or item.stage != Stage.ANNOTATING:
                 continue
             annotation = (
-                Annotation.objects.select_related("assignment").filter(item=item, annotator=annotator, kind=Kind.ANNOTATION).first()
+                Annotation.objects.select_related("assignment")
+                .filter(item=item, annotator=annotator, kind=Kind.ANNOTATION)
+                .first()
             )
             if annotation is None or annotation.status != Status.DRAFT:
                 continue
@@ -307,7 +333,9 @@ def _clean_draft_values(schema: Schema, values: Any) -> dict:
         raise Invalid("The annotation must be an object of fields.", errors={"__all__": "must be an object"})
     unknown = sorted(set(values) - set(schema.by_name))
     if unknown:
-        raise Invalid(f"Unknown field(s): {', '.join(unknown)}", errors={"__all__": f"unknown field(s): {', '.join(unknown)}"})
+        raise Invalid(
+            f"Unknown field(s): {', '.join(unknown)}", errors={"__all__": f"unknown field(s): {', '.join(unknown)}"}
+        )
     errors = {}
     for name, value in values.items():
         err = schema.type_of(name).shape_error(schema.by_name[name], value) if value is not None else None
@@ -343,7 +371,9 @@ def _resolve_provenance(*, schema: Schema, annotation: Annotation, values: dict,
     if not isinstance(provenance, dict):
         raise Invalid("Provenance must be an object.", errors={"__all__": "bad provenance"})
     if annotation.kind == Kind.AUDIT:
-        raise Invalid("A blind audit has no candidates to take values from.", errors={"__all__": "no candidates in an audit"})
+        raise Invalid(
+            "A blind audit has no candidates to take values from.", errors={"__all__": "no candidates in an audit"}
+        )
     wanted = {}
     for name, entry in provenance.items():
         if name not in schema.by_name:
@@ -366,8 +396,10 @@ def _resolve_provenance(*, schema: Schema, annotation: Annotation, values: dict,
             raise Invalid(f"There is no candidate {letter}.", errors={name: f"there is no candidate {letter}"})
         if letter not in ids:
             old = previous.get(name) or {}
-            ids[letter] = old.get("candidate_id") if old.get("letter") == letter and old.get("candidate_id") else (
-                candidate_id_for_letter(item=annotation.item, user=annotation.annotator, letter=letter)
+            ids[letter] = (
+                old.get("candidate_id")
+                if old.get("letter") == letter and old.get("candidate_id")
+                else (candidate_id_for_letter(item=annotation.item, user=annotation.annotator, letter=letter))
             )
         cand_value = cand.fields.get(name, schema.type_of(name).absent(schema.by_name[name]))
         out[name] = {
@@ -401,8 +433,14 @@ def _load_for_write(*, annotator, item: Item, kind: str):
     annotation, rows = None, []
     for a in Annotation.objects.filter(item=locked, kind=kind).select_related("assignment"):
         assignment = assignment_of(a)
-        rows.append((a.annotator_id, a.status, assignment.status if assignment else None,
-                     assignment.expires_at if assignment else None))
+        rows.append(
+            (
+                a.annotator_id,
+                a.status,
+                assignment.status if assignment else None,
+                assignment.expires_at if assignment else None,
+            )
+        )
         if a.annotator_id == annotator.pk:
             annotation = a
     if annotation is None:
@@ -416,9 +454,7 @@ def _check_writable(annotation: Annotation, version: Any) -> None:
     if annotation.status == Status.SKIPPED:
         raise ItemClosed("You skipped this item; it is no longer yours to annotate.")
     if annotation.kind == Kind.ANNOTATION and annotation.item.stage != Stage.ANNOTATING:
-        raise ItemClosed(
-            "This item has left annotation (it is in adjudication or done): it can no longer be changed."
-        )
+        raise ItemClosed("This item has left annotation (it is in adjudication or done): it can no longer be changed.")
     if isinstance(version, bool) or not isinstance(version, int):
         raise Invalid("A version number is required.", errors={"__all__": "version must be an integer"})
     if version != annotation.version:
@@ -429,8 +465,18 @@ def _check_writable(annotation: Annotation, version: Any) -> None:
         )
 
 
-def _write(*, annotation: Annotation, annotator, now, values_field: str, values: dict, provenance: dict,
-           active_ms: int, status: str, extra: dict | None = None) -> None:
+def _write(
+    *,
+    annotation: Annotation,
+    annotator,
+    now,
+    values_field: str,
+    values: dict,
+    provenance: dict,
+    active_ms: int,
+    status: str,
+    extra: dict | None = None,
+) -> None:
     annotation.version += 1
     setattr(annotation, values_field, values)
     annotation.provenance = provenance
@@ -438,20 +484,37 @@ def _write(*, annotation: Annotation, annotator, now, values_field: str, values:
     annotation.status = status
     annotation.schema_version = annotation.item.project.schema_version
     annotation.updated_at = now
-    fields = {values_field: values, "version": annotation.version, "provenance": provenance,
-              "time_spent_ms": annotation.time_spent_ms, "status": status,
-              "schema_version": annotation.schema_version, "updated_at": now, **(extra or {})}
+    fields = {
+        values_field: values,
+        "version": annotation.version,
+        "provenance": provenance,
+        "time_spent_ms": annotation.time_spent_ms,
+        "status": status,
+        "schema_version": annotation.schema_version,
+        "updated_at": now,
+        **(extra or {}),
+    }
     for k, v in (extra or {}).items():
         setattr(annotation, k, v)
     Annotation.objects.filter(pk=annotation.pk).update(**fields)
     AnnotationRevision.objects.create(
-        annotation=annotation, version=annotation.version, status=status, values=values,
-        provenance=provenance, saved_by=annotator,
+        annotation=annotation,
+        version=annotation.version,
+        status=status,
+        values=values,
+        provenance=provenance,
+        saved_by=annotator,
     )
 
 
 def annotation_save_draft(
-    *, annotator, item: Item, values: Any, version: Any, provenance: Any = None, time_spent_ms: Any = 0,
+    *,
+    annotator,
+    item: Item,
+    values: Any,
+    version: Any,
+    provenance: Any = None,
+    time_spent_ms: Any = 0,
     kind: str = Kind.ANNOTATION,
 ) -> SaveResult:
     """Autosave. Never refuses work for lack of a slot: the draft is kept and the result says
@@ -471,14 +534,27 @@ def annotation_save_draft(
         if kind == Kind.ANNOTATION:
             holds = _reclaim_locked(annotation=annotation, rows=rows, now=now)
         target = "draft_values" if annotation.status == Status.SUBMITTED else "values"
-        _write(annotation=annotation, annotator=annotator, now=now, values_field=target, values=clean,
-               provenance=prov, active_ms=_active_ms(time_spent_ms, annotation=annotation, now=now),
-               status=annotation.status)
+        _write(
+            annotation=annotation,
+            annotator=annotator,
+            now=now,
+            values_field=target,
+            values=clean,
+            provenance=prov,
+            active_ms=_active_ms(time_spent_ms, annotation=annotation, now=now),
+            status=annotation.status,
+        )
     return SaveResult(annotation=annotation, holds_slot=holds)
 
 
 def annotation_submit_record(
-    *, annotator, item: Item, values: Any, version: Any, provenance: Any = None, time_spent_ms: Any = 0,
+    *,
+    annotator,
+    item: Item,
+    values: Any,
+    version: Any,
+    provenance: Any = None,
+    time_spent_ms: Any = 0,
     kind: str = Kind.ANNOTATION,
 ) -> SaveResult:
     """Validate (hidden fields cleared first) and submit the annotation.
@@ -507,11 +583,21 @@ def annotation_submit_record(
                 "kept; you can submit it if a place frees up. Meanwhile, take the next item."
             )
         was_submitted = annotation.status == Status.SUBMITTED
-        _write(annotation=annotation, annotator=annotator, now=now, values_field="values", values=result.values,
-               provenance=prov, active_ms=_active_ms(time_spent_ms, annotation=annotation, now=now),
-               status=Status.SUBMITTED,
-               extra={"draft_values": None, "submitted_at": now,
-                      "first_submitted_at": annotation.first_submitted_at or now})
+        _write(
+            annotation=annotation,
+            annotator=annotator,
+            now=now,
+            values_field="values",
+            values=result.values,
+            provenance=prov,
+            active_ms=_active_ms(time_spent_ms, annotation=annotation, now=now),
+            status=Status.SUBMITTED,
+            extra={
+                "draft_values": None,
+                "submitted_at": now,
+                "first_submitted_at": annotation.first_submitted_at or now,
+            },
+        )
         completed = False
         if kind == Kind.ANNOTATION:
             Assignment.objects.filter(pk=annotation.assignment.pk).update(status=Assignment.Status.SUBMITTED)
@@ -559,15 +645,24 @@ def annotation_audit_assign(*, auditor, item: Item) -> Annotation:
     now = timezone.now()
     with transaction.atomic():
         annotation, _ = Annotation.objects.get_or_create(
-            item=item, annotator=auditor, kind=Kind.AUDIT,
+            item=item,
+            annotator=auditor,
+            kind=Kind.AUDIT,
             defaults={"status": Status.DRAFT, "schema_version": item.project.schema_version},
         )
         try:
             with transaction.atomic():
                 Assignment.objects.get_or_create(
                     annotation=annotation,
-                    defaults={"project_id": item.project_id, "item": item, "annotator": auditor, "kind": Kind.AUDIT,
-                              "status": Assignment.Status.ACTIVE, "claimed_at": now, "expires_at": None},
+                    defaults={
+                        "project_id": item.project_id,
+                        "item": item,
+                        "annotator": auditor,
+                        "kind": Kind.AUDIT,
+                        "status": Assignment.Status.ACTIVE,
+                        "claimed_at": now,
+                        "expires_at": None,
+                    },
                 )
         except IntegrityError:  # a concurrent call made it
             pass

@@ -54,12 +54,23 @@ from metrics.tests import recompute
 POOL = 20
 CATEGORIES = ("group background", "religion and caste", "gender", "health condition", None)
 HATEFUL_TYPES = ("Mocking", "Incitement", "Dehumanization", "Slurs", "Contempt", "Inferiority", "Exclusion", "Other")
-TARGETS = ("ethnicity", "race", "nationality", "immigration status", "religion", "caste", "sex",
-           "gender identity", "sexual orientation", "disability or disease")
+TARGETS = (
+    "ethnicity",
+    "race",
+    "nationality",
+    "immigration status",
+    "religion",
+    "caste",
+    "sex",
+    "gender identity",
+    "sexual orientation",
+    "disability or disease",
+)
 NON_HATEFUL = ("Humor", "Sarcasm", "Other")
 
 
 # ---------------------------------------------------------------------------- data
+
 
 def distinct_raters(rng: np.random.Generator, n: int, per_item: int) -> np.ndarray:
     first = rng.integers(0, POOL, n)
@@ -113,6 +124,7 @@ def aha_data(n: int, seed: int) -> dict:
 
 
 # ---------------------------------------------------------------------------- figures
+
 
 def meme3w_figures(d: dict) -> dict[str, rs.Contributions]:
     raters, both = d["raters"], d["both_harmful"]
@@ -169,13 +181,22 @@ def run_report(name: str, build, data: dict, resamples: int, seed: int) -> tuple
     t_boot = time.process_time() - t0
     nnz = sum(c.matrix.nnz for c in figures.values() if hasattr(c.matrix, "nnz"))
     dense = sum(c.matrix.shape[1] for c in figures.values() if not hasattr(c.matrix, "nnz"))
-    mb = sum(c.matrix.data.nbytes + c.matrix.indices.nbytes + c.matrix.indptr.nbytes if hasattr(c.matrix, "nnz")
-             else c.matrix.nbytes for c in figures.values()) / 1e6
+    mb = (
+        sum(
+            c.matrix.data.nbytes + c.matrix.indices.nbytes + c.matrix.indptr.nbytes
+            if hasattr(c.matrix, "nnz")
+            else c.matrix.nbytes
+            for c in figures.values()
+        )
+        / 1e6
+    )
     n_items = data["raters"].shape[0]
-    print(f"{name}: {len(figures)} figures, {resamples:,} resamples, one weight matrix; "
-          f"contributions: {dense} dense columns, {nnz / n_items:.1f} sparse nonzeros per item, {mb:,.0f} MB "
-          f"(the engine holds one stacked copy, about as large, plus a {min(32, resamples)} x {n_items:,} uint8 "
-          f"weight block = {min(32, resamples) * n_items / 1e6:.0f} MB)")
+    print(
+        f"{name}: {len(figures)} figures, {resamples:,} resamples, one weight matrix; "
+        f"contributions: {dense} dense columns, {nnz / n_items:.1f} sparse nonzeros per item, {mb:,.0f} MB "
+        f"(the engine holds one stacked copy, about as large, plus a {min(32, resamples)} x {n_items:,} uint8 "
+        f"weight block = {min(32, resamples) * n_items / 1e6:.0f} MB)"
+    )
     print(f"  {'figure':34s}{'value':>10s}   {'95% CI':22s}{'n':>10s}{'dropped':>9s}")
     for key, e in est.items():
         ci = f"[{e.ci[0]:.4f}, {e.ci[1]:.4f}]" if e.ci else "-"
@@ -183,9 +204,11 @@ def run_report(name: str, build, data: dict, resamples: int, seed: int) -> tuple
         print(f"  {key:34s}{val:>10s}   {ci:22s}{e.n_items:>10,}{e.undefined:>9}")
     total = t_build + t_boot
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"  CPU: contributions {t_build:.2f} s + bootstrap {t_boot:.2f} s = {total:.2f} s "
-          f"(goal <= 60 s: {'OK' if total <= 60 else 'MISSED'}); process peak RSS so far {rss:,.0f} MB "
-          f"(both projects' synthetic data included)")
+    print(
+        f"  CPU: contributions {t_build:.2f} s + bootstrap {t_boot:.2f} s = {total:.2f} s "
+        f"(goal <= 60 s: {'OK' if total <= 60 else 'MISSED'}); process peak RSS so far {rss:,.0f} MB "
+        f"(both projects' synthetic data included)"
+    )
     print()
     return est, total
 
@@ -263,22 +286,44 @@ def compare_old_new(kind: str, build, d: dict, resamples: int, old_resamples: in
     old = old_recompute(kind, d, idx_list)
     t_old = time.process_time() - t0
     per_old = t_old / old_resamples
-    diff = max(float(np.nanmax(np.abs(np.asarray(v) - est[k].resampled[:old_resamples]), initial=0.0)) for k, v in old.items())
-    same_nan = all((np.isnan(np.asarray(v)) == np.isnan(est[k].resampled[:old_resamples])).all() for k, v in old.items())
+    diff = max(
+        float(np.nanmax(np.abs(np.asarray(v) - est[k].resampled[:old_resamples]), initial=0.0)) for k, v in old.items()
+    )
+    same_nan = all(
+        (np.isnan(np.asarray(v)) == np.isnan(est[k].resampled[:old_resamples])).all() for k, v in old.items()
+    )
     print(f"  {kind}: {m:,} items, the {len(old)} figures the old path recomputes (of {len(est)}):")
-    print(f"    old recompute  {per_old * 1e3:9.2f} ms per resample (measured on {old_resamples}; "
-          f"{per_old * resamples:.1f} s for {resamples:,})")
-    print(f"    new, all {len(est)} figures {t_new / resamples * 1e3:6.3f} ms per resample ({t_new:.2f} s for {resamples:,})")
-    print(f"    ratio old/new {per_old * resamples / t_new:,.0f}x; same resamples: max |old - new| = {diff:.1e}, "
-          f"undefined pattern {'identical' if same_nan else 'DIFFERENT'}")
+    print(
+        f"    old recompute  {per_old * 1e3:9.2f} ms per resample (measured on {old_resamples}; "
+        f"{per_old * resamples:.1f} s for {resamples:,})"
+    )
+    print(
+        f"    new, all {len(est)} figures {t_new / resamples * 1e3:6.3f} ms per resample ({t_new:.2f} s for {resamples:,})"
+    )
+    print(
+        f"    ratio old/new {per_old * resamples / t_new:,.0f}x; same resamples: max |old - new| = {diff:.1e}, "
+        f"undefined pattern {'identical' if same_nan else 'DIFFERENT'}"
+    )
 
 
 def kripp_compare(d: dict, m: int, full: int) -> None:
     ids = tuple(range(POOL))
     cases = [
-        ("meme3w category (20 raters x items, 5 values)", m, rs.Ratings(d["meme3w"]["raters"][:m], d["meme3w"]["category"][:m], ids, CATEGORIES)),
-        ("aha is_hateful (20 raters x items, 2 values)", m, rs.Ratings(d["aha"]["raters"][:m], d["aha"]["is_hateful"][:m], ids, ("Hateful", "Not-Hateful"))),
-        ("meme3w category (20 raters x items, 5 values)", full, rs.Ratings(d["meme3w"]["raters"], d["meme3w"]["category"], ids, CATEGORIES)),
+        (
+            "meme3w category (20 raters x items, 5 values)",
+            m,
+            rs.Ratings(d["meme3w"]["raters"][:m], d["meme3w"]["category"][:m], ids, CATEGORIES),
+        ),
+        (
+            "aha is_hateful (20 raters x items, 2 values)",
+            m,
+            rs.Ratings(d["aha"]["raters"][:m], d["aha"]["is_hateful"][:m], ids, ("Hateful", "Not-Hateful")),
+        ),
+        (
+            "meme3w category (20 raters x items, 5 values)",
+            full,
+            rs.Ratings(d["meme3w"]["raters"], d["meme3w"]["category"], ids, CATEGORIES),
+        ),
     ]
     for name, size, ratings in cases:
         reps = 5 if size <= 100_000 else 1
@@ -308,10 +353,12 @@ def kripp_compare(d: dict, m: int, full: int) -> None:
         krippendorff.alpha(codes, level_of_measurement="nominal")
         peak_pkg = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        print(f"  {name}, {size:,} items: ours {t_ours * 1e3:.1f} ms (labels) / {t_ours_num * 1e3:.1f} ms (float codes), "
-              f"package {t_pkg * 1e3:.1f} ms (float codes): package/ours {t_pkg / t_ours_num:.2f}x; "
-              f"peak memory ours {peak_ours / 1e6:.1f} MB, package {peak_pkg / 1e6:.1f} MB; "
-              f"|diff| {abs(ours - pkg):.1e} / {abs(ours_num - pkg):.1e}")
+        print(
+            f"  {name}, {size:,} items: ours {t_ours * 1e3:.1f} ms (labels) / {t_ours_num * 1e3:.1f} ms (float codes), "
+            f"package {t_pkg * 1e3:.1f} ms (float codes): package/ours {t_pkg / t_ours_num:.2f}x; "
+            f"peak memory ours {peak_ours / 1e6:.1f} MB, package {peak_pkg / 1e6:.1f} MB; "
+            f"|diff| {abs(ours - pkg):.1e} / {abs(ours_num - pkg):.1e}"
+        )
 
 
 def main() -> None:
@@ -325,20 +372,26 @@ def main() -> None:
 
     t0 = time.perf_counter()
     data = {"meme3w": meme3w_data(args.items, args.seed), "aha": aha_data(args.items, args.seed)}
-    print(f"agreement_scale: {args.items:,} items per project, {args.resamples:,} resamples, one core; "
-          f"synthetic data generated in {time.perf_counter() - t0:.1f} s (not counted)\n")
+    print(
+        f"agreement_scale: {args.items:,} items per project, {args.resamples:,} resamples, one core; "
+        f"synthetic data generated in {time.perf_counter() - t0:.1f} s (not counted)\n"
+    )
     _, t_meme = run_report("meme3w-like", meme3w_figures, data["meme3w"], args.resamples, args.seed)
     _, t_aha = run_report("aha-like", aha_figures, data["aha"], args.resamples, args.seed)
 
     m = min(args.sub, args.items)
     print(f"old per-resample recompute vs new weighted sums, {m:,}-item subsample:")
-    compare_old_new("meme3w", meme3w_figures, subsample(data["meme3w"], m), args.resamples, args.old_resamples, args.seed)
+    compare_old_new(
+        "meme3w", meme3w_figures, subsample(data["meme3w"], m), args.resamples, args.old_resamples, args.seed
+    )
     compare_old_new("aha", aha_figures, subsample(data["aha"], m), args.resamples, args.old_resamples, args.seed)
     print()
     print("krippendorff package vs metrics.agreement.krippendorff_alpha (nominal):")
     kripp_compare(data, m, args.items)
     print()
-    print(f"TOTAL meme3w-like {t_meme:.1f} s, aha-like {t_aha:.1f} s CPU at {args.items:,} items x {args.resamples:,} resamples")
+    print(
+        f"TOTAL meme3w-like {t_meme:.1f} s, aha-like {t_aha:.1f} s CPU at {args.items:,} items x {args.resamples:,} resamples"
+    )
 
 
 if __name__ == "__main__":

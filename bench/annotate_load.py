@@ -22,6 +22,7 @@ What it does, all on 127.0.0.1:
 
 Goals (issue 4): p95 <= 50 ms at 200 annotators (~40 requests/s); <= 8 queries per page.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,12 @@ def parse_args():
     p.add_argument("--annotators", type=int, default=200)
     p.add_argument("--items", type=int, default=3000)
     p.add_argument("--duration", type=float, default=60.0, help="seconds of measured load (bounded)")
-    p.add_argument("--ramp", type=float, default=20.0,
-                   help="annotators arrive spread over this many seconds; requests then are not measured")
+    p.add_argument(
+        "--ramp",
+        type=float,
+        default=20.0,
+        help="annotators arrive spread over this many seconds; requests then are not measured",
+    )
     p.add_argument("--think", type=float, default=8.5, help="mean think time between requests, seconds")
     p.add_argument("--max-requests", type=int, default=500, help="per annotator (bounds the loop)")
     p.add_argument("--db", default="concord_bench_ann")
@@ -74,15 +79,17 @@ def parse_args():
 def bench_env(args) -> dict:
     var = Path(f"/tmp/{args.db}")
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")}
-    env.update({
-        "DATABASE_URL": f"{args.pg}/{args.db}",
-        "CONCORD_VAR_DIR": str(var),
-        "DEBUG": "0",
-        "ALLOWED_HOSTS": "127.0.0.1,testserver",
-        "LOG_LEVEL": "WARNING",
-        "DJANGO_SETTINGS_MODULE": "concord.settings",
-        "DB_CONN_MAX_AGE": "600",
-    })
+    env.update(
+        {
+            "DATABASE_URL": f"{args.pg}/{args.db}",
+            "CONCORD_VAR_DIR": str(var),
+            "DEBUG": "0",
+            "ALLOWED_HOSTS": "127.0.0.1,testserver",
+            "LOG_LEVEL": "WARNING",
+            "DJANGO_SETTINGS_MODULE": "concord.settings",
+            "DB_CONN_MAX_AGE": "600",
+        }
+    )
     return env
 
 
@@ -137,22 +144,48 @@ def seed(args) -> tuple[str, list[dict]]:
     items_create(small, tmp / "b", 20, texts=[f"Small {i}: the {HARMFUL_TEXT}" for i in range(20)])
     template = real[0]
     extra = [
-        Item(project=project, import_key=f"bench{i}", image=real[i % 20].image, image_sha256=template.image_sha256,
-             image_format=template.image_format, width=template.width, height=template.height,
-             pixel_hash=f"bench{i}", phash=template.phash, text=f"Bench meme {i}: the {HARMFUL_TEXT} again",
-             source_id=f"bench{i}", source_dataset="bench")
+        Item(
+            project=project,
+            import_key=f"bench{i}",
+            image=real[i % 20].image,
+            image_sha256=template.image_sha256,
+            image_format=template.image_format,
+            width=template.width,
+            height=template.height,
+            pixel_hash=f"bench{i}",
+            phash=template.phash,
+            text=f"Bench meme {i}: the {HARMFUL_TEXT} again",
+            source_id=f"bench{i}",
+            source_dataset="bench",
+        )
         for i in range(max(0, args.items - 20))
     ]
     Item.objects.bulk_create(extra, batch_size=1000)
     Item.objects.filter(project__in=[project, small]).update(stage=Stage.ANNOTATING)
     for p in (project, small):
-        providers = [Provider.objects.create(project=p, name=f"model{k}", kind="openai-compatible",
-                                             model=f"hidden-model-{k}", base_url="http://127.0.0.1:9/v1") for k in range(3)]
+        providers = [
+            Provider.objects.create(
+                project=p,
+                name=f"model{k}",
+                kind="openai-compatible",
+                model=f"hidden-model-{k}",
+                base_url="http://127.0.0.1:9/v1",
+            )
+            for k in range(3)
+        ]
         cands = []
         for item in Item.objects.filter(project=p).only("id"):
             for k, prov in enumerate(providers):
-                cands.append(Candidate(item=item, provider=prov, prompt_version="v1", model_name=prov.model,
-                                       raw_reply="{}", fields=record(rnd, k)))
+                cands.append(
+                    Candidate(
+                        item=item,
+                        provider=prov,
+                        prompt_version="v1",
+                        model_name=prov.model,
+                        raw_reply="{}",
+                        fields=record(rnd, k),
+                    )
+                )
         Candidate.objects.bulk_create(cands, batch_size=2000)
     sessions = []
     for u in users:
@@ -174,13 +207,21 @@ def seed(args) -> tuple[str, list[dict]]:
 
 def record(rnd: random.Random, k: int) -> dict:
     if rnd.random() < 0.4:
-        return {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None,
-                "visual_region": []}
+        return {
+            "label": "non-harmful",
+            "target_category": None,
+            "target_entity": None,
+            "text_mention": None,
+            "visual_region": [],
+        }
     x, y = rnd.randrange(0, 500), rnd.randrange(0, 500)
-    return {"label": "harmful", "target_category": rnd.choice(CATEGORIES),
-            "target_entity": rnd.choice(["people from Planet Zorg", "Zorgians", "Zorg people"]),
-            "text_mention": HARMFUL_TEXT if rnd.random() < 0.7 else None,
-            "visual_region": [[x, y, x + rnd.randrange(50, 400), y + rnd.randrange(50, 400)]] if rnd.random() < 0.6 else []}
+    return {
+        "label": "harmful",
+        "target_category": rnd.choice(CATEGORIES),
+        "target_entity": rnd.choice(["people from Planet Zorg", "Zorgians", "Zorg people"]),
+        "text_mention": HARMFUL_TEXT if rnd.random() < 0.7 else None,
+        "visual_region": [[x, y, x + rnd.randrange(50, 400), y + rnd.randrange(50, 400)]] if rnd.random() < 0.6 else [],
+    }
 
 
 # --------------------------------------------------------------------------- load
@@ -241,8 +282,14 @@ class Annotator:
         slug = self.slug
         time.sleep(self.rnd.uniform(0, self.ramp))  # people arrive over the ramp, not all at once
         while self.alive():
-            status, location, _ = self.request("next", "POST", f"/p/{slug}/annotate/next", body="",
-                                               content_type="application/x-www-form-urlencoded", expect=(302,))
+            status, location, _ = self.request(
+                "next",
+                "POST",
+                f"/p/{slug}/annotate/next",
+                body="",
+                content_type="application/x-www-form-urlencoded",
+                expect=(302,),
+            )
             if status != 302 or not location or "/annotate/" not in location or location.endswith("/annotate/"):
                 self.stats.note("queue empty or break")
                 return
@@ -261,16 +308,32 @@ class Annotator:
                 if not self.alive():
                     return
                 partial = {k: v for i, (k, v) in enumerate(values.items()) if i <= step + 1}
-                status, _, data = self.request("draft", "POST", f"{api}/draft", body=json.dumps(
-                    {"values": partial, "version": version, "time_spent_ms": self.rnd.randint(500, 4000)}))
+                status, _, data = self.request(
+                    "draft",
+                    "POST",
+                    f"{api}/draft",
+                    body=json.dumps(
+                        {"values": partial, "version": version, "time_spent_ms": self.rnd.randint(500, 4000)}
+                    ),
+                )
                 if status == 200:
                     version = json.loads(data)["version"]
             self.pause()
             if not self.alive():
                 return
-            self.request("submit", "POST", f"{api}/submit", body=json.dumps(
-                {"values": values, "version": version, "provenance": {"label": {"letter": "A"}},
-                 "time_spent_ms": self.rnd.randint(500, 4000)}))
+            self.request(
+                "submit",
+                "POST",
+                f"{api}/submit",
+                body=json.dumps(
+                    {
+                        "values": values,
+                        "version": version,
+                        "provenance": {"label": {"letter": "A"}},
+                        "time_spent_ms": self.rnd.randint(500, 4000),
+                    }
+                ),
+            )
             self.pause()
 
 
@@ -278,7 +341,7 @@ def _attr(html: bytes, name: bytes) -> str:
     import html as htmllib
 
     start = html.index(name + b'="') + len(name) + 2
-    return htmllib.unescape(html[start:html.index(b'"', start)].decode())
+    return htmllib.unescape(html[start : html.index(b'"', start)].decode())
 
 
 class Stats:
@@ -391,10 +454,18 @@ def query_counts(slug_big: str):
             ("page: annotate home", "get", f"/p/{slug}/annotate/", None),
             ("partial: progress", "get", f"/p/{slug}/annotate/progress", None),
             ("api: state", "get", f"/api/projects/{slug}/annotate/{item_id}/", None),
-            ("action: draft", "post", f"/api/projects/{slug}/annotate/{item_id}/draft",
-             {"values": {"label": "harmful"}, "version": a.version, "provenance": {"label": {"letter": "A"}}}),
-            ("action: submit", "post", f"/api/projects/{slug}/annotate/{item_id}/submit",
-             {"values": {"label": "non-harmful"}, "version": a.version + 1}),
+            (
+                "action: draft",
+                "post",
+                f"/api/projects/{slug}/annotate/{item_id}/draft",
+                {"values": {"label": "harmful"}, "version": a.version, "provenance": {"label": {"letter": "A"}}},
+            ),
+            (
+                "action: submit",
+                "post",
+                f"/api/projects/{slug}/annotate/{item_id}/submit",
+                {"values": {"label": "non-harmful"}, "version": a.version + 1},
+            ),
             ("action: next (claim)", "post", f"/p/{slug}/annotate/next", None),
         ]
         for name, method, url, data in calls:
@@ -420,14 +491,30 @@ def main() -> int:
     create_database(args, env)
     django_setup(env)
     slug, sessions = seed(args)
-    print(f"setup: database {args.db}, {args.items} items, {args.annotators} annotators "
-          f"in {time.time() - t0:.1f} s", flush=True)
+    print(
+        f"setup: database {args.db}, {args.items} items, {args.annotators} annotators in {time.time() - t0:.1f} s",
+        flush=True,
+    )
 
     proc = subprocess.Popen(
-        [str(GUNICORN), "concord.wsgi", "--bind", f"127.0.0.1:{args.port}", "--workers", str(args.workers),
-         "--threads", str(args.threads), "--worker-class", args.worker_class, "--keep-alive", "30",
-         "--log-level", "warning"],
-        cwd=ROOT, env=env,
+        [
+            str(GUNICORN),
+            "concord.wsgi",
+            "--bind",
+            f"127.0.0.1:{args.port}",
+            "--workers",
+            str(args.workers),
+            "--threads",
+            str(args.threads),
+            "--worker-class",
+            args.worker_class,
+            "--keep-alive",
+            "30",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
     )
     stats = Stats()
     print(f"load average before the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
@@ -437,8 +524,18 @@ def main() -> int:
         deadline = time.time() + args.ramp + args.duration
         rnd = random.Random(args.seed)
         annotators = [
-            Annotator(args.port, s["session"], slug, random.Random(rnd.random()), stats, deadline,
-                      args.max_requests, args.think, args.ramp, measure_from)
+            Annotator(
+                args.port,
+                s["session"],
+                slug,
+                random.Random(rnd.random()),
+                stats,
+                deadline,
+                args.max_requests,
+                args.think,
+                args.ramp,
+                measure_from,
+            )
             for s in sessions
         ]
         threads = [threading.Thread(target=a.run, daemon=True) for a in annotators]
@@ -463,10 +560,12 @@ def main() -> int:
             proc.kill()
 
     total = sum(len(v) for v in stats.times.values())
-    print(f"\nload: {args.annotators} annotators arriving over {args.ramp:g} s (not measured), then "
-          f"think time {args.think:g} s, measured {wall:.1f} s, "
-          f"{total} requests = {total / wall:.1f} requests/s "
-          f"(gunicorn {args.workers} {args.worker_class} workers x {args.threads} threads, PostgreSQL, 127.0.0.1)")
+    print(
+        f"\nload: {args.annotators} annotators arriving over {args.ramp:g} s (not measured), then "
+        f"think time {args.think:g} s, measured {wall:.1f} s, "
+        f"{total} requests = {total / wall:.1f} requests/s "
+        f"(gunicorn {args.workers} {args.worker_class} workers x {args.threads} threads, PostgreSQL, 127.0.0.1)"
+    )
     print(f"{'kind':10} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8}  errors")
     every = []
     for kind in ("next", "page", "image", "progress", "draft", "submit"):
@@ -475,16 +574,22 @@ def main() -> int:
         if not v:
             continue
         errs = dict(stats.errors.get(kind, {}))
-        print(f"{kind:10} {len(v):6d} {pct(v, 50):8.1f} {pct(v, 95):8.1f} {pct(v, 99):8.1f} {max(v):8.1f}  {errs or '-'}")
+        print(
+            f"{kind:10} {len(v):6d} {pct(v, 50):8.1f} {pct(v, 95):8.1f} {pct(v, 99):8.1f} {max(v):8.1f}  {errs or '-'}"
+        )
     if every:
-        print(f"{'all':10} {len(every):6d} {pct(every, 50):8.1f} {pct(every, 95):8.1f} {pct(every, 99):8.1f} "
-              f"{max(every):8.1f}")
+        print(
+            f"{'all':10} {len(every):6d} {pct(every, 50):8.1f} {pct(every, 95):8.1f} {pct(every, 99):8.1f} "
+            f"{max(every):8.1f}"
+        )
     if stats.notes:
         print("notes:", dict(stats.notes))
     if total:
-        print(f"CPU during the measured part: gunicorn {cpu_server:.1f} s = {1000 * cpu_server / total:.1f} ms per request, "
-              f"PostgreSQL {cpu_pg:.1f} s = {1000 * cpu_pg / total:.1f} ms per request, "
-              f"this load generator {cpu_client:.1f} s")
+        print(
+            f"CPU during the measured part: gunicorn {cpu_server:.1f} s = {1000 * cpu_server / total:.1f} ms per request, "
+            f"PostgreSQL {cpu_pg:.1f} s = {1000 * cpu_pg / total:.1f} ms per request, "
+            f"this load generator {cpu_client:.1f} s"
+        )
 
     from annotation.models import Annotation
     from projects.models import Item
@@ -498,8 +603,10 @@ def main() -> int:
     for name, p, n, q in query_counts(slug):
         print(f"{name:24} {p:12} {n:6d} {q:8d}")
     print(f"\nmean over all requests: {statistics.mean(every):.1f} ms" if every else "")
-    print(f"load average after the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
-          "(shared with anything else running on the machine)")
+    print(
+        f"load average after the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
+        "(shared with anything else running on the machine)"
+    )
     return 0
 
 

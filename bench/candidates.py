@@ -19,6 +19,7 @@ What it does, all on 127.0.0.1:
 
 Goals: >= 90% of the limit, 0 duplicates.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -94,19 +95,21 @@ def main() -> int:
     args = parse_args()
     var = Path(os.environ.get("BENCH_VAR") or tempfile.mkdtemp(prefix="concord-bench-cand-"))
     db_url = f"{args.pg}/{args.db}"
-    os.environ.update({
-        "DJANGO_SETTINGS_MODULE": "concord.settings",
-        "DATABASE_URL": db_url,
-        "REDIS_URL": args.redis,
-        "CELERY_BROKER_URL": args.redis,
-        "CONCORD_VAR_DIR": str(var),
-        "CONCORD_MEDIA_ROOT": str(var / "media"),
-        "CONCORD_TEST_VISIBILITY_TIMEOUT": "3600",  # production value: no redelivery during the run
-        "BENCH_OPENAI_KEY": "sk-bench",
-        "BENCH_GEMINI_KEY": "gm-bench",
-        "LOG_LEVEL": "WARNING",
-        "PYTHONPATH": str(ROOT),
-    })
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "concord.settings",
+            "DATABASE_URL": db_url,
+            "REDIS_URL": args.redis,
+            "CELERY_BROKER_URL": args.redis,
+            "CONCORD_VAR_DIR": str(var),
+            "CONCORD_MEDIA_ROOT": str(var / "media"),
+            "CONCORD_TEST_VISIBILITY_TIMEOUT": "3600",  # production value: no redelivery during the run
+            "BENCH_OPENAI_KEY": "sk-bench",
+            "BENCH_GEMINI_KEY": "gm-bench",
+            "LOG_LEVEL": "WARNING",
+            "PYTHONPATH": str(ROOT),
+        }
+    )
     recreate_database(args.pg, args.db)
     import django
 
@@ -130,21 +133,51 @@ def main() -> int:
     print(f"setup: {args.items} items imported in {time.monotonic() - t0:.1f} s")
 
     server = FakeLLM(latency=args.latency).start()
-    kinds = [("openai", "bench-gpt", "BENCH_OPENAI_KEY", "/v1"), ("gemini", "bench-gemini", "BENCH_GEMINI_KEY", ""),
-             ("openai-compatible", "bench-qwen-vl", "", "/v1")]
+    kinds = [
+        ("openai", "bench-gpt", "BENCH_OPENAI_KEY", "/v1"),
+        ("gemini", "bench-gemini", "BENCH_GEMINI_KEY", ""),
+        ("openai-compatible", "bench-qwen-vl", "", "/v1"),
+    ]
     providers = [
-        provider_create(project=project, name=model, kind=kind, model=model, api_key_env=key,
-                        base_url=server.url + suffix, requests_per_minute=args.rpm, timeout_seconds=30)
+        provider_create(
+            project=project,
+            name=model,
+            kind=kind,
+            model=model,
+            api_key_env=key,
+            base_url=server.url + suffix,
+            requests_per_minute=args.rpm,
+            timeout_seconds=30,
+        )
         for kind, model, key, suffix in kinds
     ]
 
     workers, log = [], var / "workers.log"
     for i in range(args.workers):
-        workers.append(subprocess.Popen(
-            [sys.executable, "-m", "candidates.tests.worker", "-P", "prefork", "-c", str(args.concurrency),
-             "-l", os.environ.get("BENCH_WORKER_LOG", "warning"), "--without-gossip", "--without-mingle", "-n", f"bench{i}-{os.getpid()}@%h"],
-            cwd=ROOT, env=os.environ.copy(), stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
-        ))
+        workers.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "candidates.tests.worker",
+                    "-P",
+                    "prefork",
+                    "-c",
+                    str(args.concurrency),
+                    "-l",
+                    os.environ.get("BENCH_WORKER_LOG", "warning"),
+                    "--without-gossip",
+                    "--without-mingle",
+                    "-n",
+                    f"bench{i}-{os.getpid()}@%h",
+                ],
+                cwd=ROOT,
+                env=os.environ.copy(),
+                stdout=log.open("ab"),
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -155,8 +188,10 @@ def main() -> int:
                 print("workers did not answer a ping within 60 s; log:\n" + log.read_text()[-3000:])
                 return 1
         idle_rss, idle_pss, n_procs = rss_of([w.pid for w in workers])
-        print(f"workers: {args.workers} x {args.concurrency} (prefork), {n_procs} processes, "
-              f"idle RSS {idle_rss / 2**20:.0f} MiB (PSS {idle_pss / 2**20:.0f} MiB)")
+        print(
+            f"workers: {args.workers} x {args.concurrency} (prefork), {n_procs} processes, "
+            f"idle RSS {idle_rss / 2**20:.0f} MiB (PSS {idle_pss / 2**20:.0f} MiB)"
+        )
 
         start, wall_start = time.monotonic(), time.time()
         job = candidate_job_start(project=project, user=None)
@@ -176,8 +211,10 @@ def main() -> int:
             time.sleep(0.5)
         elapsed = time.monotonic() - start
 
-        print(f"\nitems {args.items} x providers {len(providers)} = {total} tasks; latency {args.latency * 1000:.0f} ms; "
-              f"limit {args.rpm}/min per provider; rate limiter: redis")
+        print(
+            f"\nitems {args.items} x providers {len(providers)} = {total} tasks; latency {args.latency * 1000:.0f} ms; "
+            f"limit {args.rpm}/min per provider; rate limiter: redis"
+        )
         print(f"total time: {elapsed:.1f} s (ideal at the limit: {(args.items - 1) * 60 / args.rpm:.1f} s)")
         print(f"{'provider':<15}{'requests':>9}{'req/min':>10}{'share':>8}{'max in 10 s':>13}{'allowed':>9}")
         shares = []
@@ -189,18 +226,25 @@ def main() -> int:
             allowed = int(10 * args.rpm / 60) + 1
             print(f"{p.name:<15}{len(times):>9}{rate:>10.1f}{share:>8.1%}{max_in_window(times, 10.0):>13}{allowed:>9}")
             gaps = sorted(b - a for a, b in zip(times, times[1:]))
-            print(f"{'':15}gaps between requests: min {gaps[0]:.3f} s, median {gaps[len(gaps) // 2]:.3f} s, "
-                  f"first request {times[0] - wall_start:.2f} s after the start")
-        stored_dups = sum(n - 1 for n in Counter(
-            Candidate.objects.values_list("item_id", "provider_id", "prompt_version")).values() if n > 1)
+            print(
+                f"{'':15}gaps between requests: min {gaps[0]:.3f} s, median {gaps[len(gaps) // 2]:.3f} s, "
+                f"first request {times[0] - wall_start:.2f} s after the start"
+            )
+        stored_dups = sum(
+            n - 1
+            for n in Counter(Candidate.objects.values_list("item_id", "provider_id", "prompt_version")).values()
+            if n > 1
+        )
         upstream = Counter((r.model, r.user_text) for r in server.requests)
         upstream_dups = sum(n - 1 for n in upstream.values() if n > 1)
         failed = CandidateTask.objects.filter(job=job, status="failed").count()
         print(f"candidates stored: {Candidate.objects.count()} / {total}; failed tasks: {failed}")
         print(f"duplicates: stored {stored_dups}, upstream requests sent twice {upstream_dups}")
-        print(f"worker memory over {n_procs} processes: RSS idle {idle_rss / 2**20:.0f} MiB, peak {peak_rss / 2**20:.0f} MiB "
-              f"({peak_rss / n_procs / 2**20:.0f} MiB per process); PSS idle {idle_pss / 2**20:.0f} MiB, "
-              f"peak {peak_pss / 2**20:.0f} MiB")
+        print(
+            f"worker memory over {n_procs} processes: RSS idle {idle_rss / 2**20:.0f} MiB, peak {peak_rss / 2**20:.0f} MiB "
+            f"({peak_rss / n_procs / 2**20:.0f} MiB per process); PSS idle {idle_pss / 2**20:.0f} MiB, "
+            f"peak {peak_pss / 2**20:.0f} MiB"
+        )
         ok = min(shares) >= 0.9 and stored_dups == 0 and upstream_dups == 0 and failed == 0
         print(f"goal (>= 90% of the limit, 0 duplicates, 0 failures): {'MET' if ok else 'NOT MET'}")
         return 0 if ok else 2

@@ -18,6 +18,7 @@
     BK-tree barely prunes at 8 of 64 bits: ~3 minutes for 20k hashes).
     Goal: <= 60 s on 2 cores for 1M hashes.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,12 +44,43 @@ from lib.hamming import brute_force_pairs, near_duplicate_pairs, plan_search
 from lib.phash import DRAFT_SIZE, phash_fast
 
 PHOTOS = (
-    "astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry",
-    "retina", "camera", "moon", "coins", "clock", "cell", "grass", "gravel",
+    "astronaut",
+    "coffee",
+    "chelsea",
+    "rocket",
+    "hubble_deep_field",
+    "immunohistochemistry",
+    "retina",
+    "camera",
+    "moon",
+    "coins",
+    "clock",
+    "cell",
+    "grass",
+    "gravel",
 )
 WORDS = (
-    "when", "the", "code", "finally", "works", "nobody", "me", "explaining", "why", "monday",
-    "deadline", "again", "that", "feeling", "one", "does", "not", "simply", "merge", "to", "main",
+    "when",
+    "the",
+    "code",
+    "finally",
+    "works",
+    "nobody",
+    "me",
+    "explaining",
+    "why",
+    "monday",
+    "deadline",
+    "again",
+    "that",
+    "feeling",
+    "one",
+    "does",
+    "not",
+    "simply",
+    "merge",
+    "to",
+    "main",
 )
 
 
@@ -179,8 +211,10 @@ def main() -> int:
     all_cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     one_cpu = all_cpus[:1]
     summary: list[str] = []
-    print(f"dedup benchmark: numpy {np.__version__}, Pillow {Image.__version__}, "
-          f"CPUs available {all_cpus or '?'}, load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"dedup benchmark: numpy {np.__version__}, Pillow {Image.__version__}, "
+        f"CPUs available {all_cpus or '?'}, load average {os.getloadavg()[0]:.2f}"
+    )
 
     # (a) pHash throughput --------------------------------------------------------------------
     if args.n_images > 0:
@@ -189,9 +223,11 @@ def main() -> int:
             lo, _, hi = args.quality.partition("-")
             paths = make_memes(Path(tmp), args.n_images, args.seed, (int(lo), int(hi or lo)))
             mb = sum(p.stat().st_size for p in paths) / 1e6
-            print(f"\n(a) pHash: {len(paths)} JPEG memes 500x500, quality {args.quality}, written in "
-                  f"{time.perf_counter() - t0:.1f} s ({mb / len(paths) * 1000:.0f} kB mean); "
-                  f"draft_size {args.draft_size}")
+            print(
+                f"\n(a) pHash: {len(paths)} JPEG memes 500x500, quality {args.quality}, written in "
+                f"{time.perf_counter() - t0:.1f} s ({mb / len(paths) * 1000:.0f} kB mean); "
+                f"draft_size {args.draft_size}"
+            )
             if one_cpu:
                 os.sched_setaffinity(0, set(one_cpu))
             res = time_hashing(paths, args.repeats, args.draft_size)
@@ -208,8 +244,10 @@ def main() -> int:
             print(f"    {label:33s} {rate[key]:9.0f} {rate_wall[key]:12.0f} {cpu[key] / n * 1e3:12.3f}")
         print(f"    speedup {speedup:.2f}x (CPU), {rate_wall['phash_fast'] / rate_wall['imagehash']:.2f}x (wall)")
         hist = np.bincount(diff, minlength=5)
-        print(f"    fast vs imagehash bits differing: max {diff.max()}, mean {diff.mean():.2f}, "
-              f"histogram {{0: {hist[0]}, 2: {hist[2]}, 4: {hist[4]}, >4: {int((diff > 4).sum())}}}")
+        print(
+            f"    fast vs imagehash bits differing: max {diff.max()}, mean {diff.mean():.2f}, "
+            f"histogram {{0: {hist[0]}, 2: {hist[2]}, 4: {hist[4]}, >4: {int((diff > 4).sum())}}}"
+        )
         summary += [
             f"pHash phash_fast      {rate['phash_fast']:8.0f} img/s/core ({rate_wall['phash_fast']:.0f} wall)   "
             f"goal >= 1200: {'OK' if rate['phash_fast'] >= 1200 else 'MISSED'}",
@@ -225,8 +263,10 @@ def main() -> int:
         hashes, labels = clustered_hashes(args.n_hashes, args.seed)
         n_distinct = len(np.unique(hashes))
         plan = plan_search(n_distinct, t)
-        print(f"\n(b) pairs within {t} bits: {len(hashes):,} clustered hashes ({n_distinct:,} distinct, "
-              f"{max(1, len(hashes) // 10):,} centres, 0-6 flips, 10% noise)")
+        print(
+            f"\n(b) pairs within {t} bits: {len(hashes):,} clustered hashes ({n_distinct:,} distinct, "
+            f"{max(1, len(hashes) // 10):,} centres, 0-6 flips, 10% noise)"
+        )
         print(f"    plan: {plan.describe()}")
         if one_cpu:
             os.sched_setaffinity(0, set(one_cpu))
@@ -235,14 +275,18 @@ def main() -> int:
         single, single_cpu = time.perf_counter() - t0, time.process_time() - c0
         if all_cpus:
             os.sched_setaffinity(0, set(all_cpus))
-        print(f"    near_duplicate_pairs, 1 core:                {single:7.2f} s  ({single_cpu:.2f} s CPU)  "
-              f"{len(pairs1):,} pairs")
+        print(
+            f"    near_duplicate_pairs, 1 core:                {single:7.2f} s  ({single_cpu:.2f} s CPU)  "
+            f"{len(pairs1):,} pairs"
+        )
         t0 = time.perf_counter()
         pairs2 = near_duplicate_pairs(hashes, t, workers=args.workers)
         multi = time.perf_counter() - t0
         same = np.array_equal(pairs1, pairs2)
-        print(f"    near_duplicate_pairs, {args.workers} threads on {len(all_cpus)} CPUs: {multi:7.2f} s  "
-              f"{len(pairs2):,} pairs (identical to 1 core: {same})")
+        print(
+            f"    near_duplicate_pairs, {args.workers} threads on {len(all_cpus)} CPUs: {multi:7.2f} s  "
+            f"{len(pairs2):,} pairs (identical to 1 core: {same})"
+        )
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"    peak RSS so far {peak_mb:,.0f} MB")
         summary += [

@@ -19,6 +19,7 @@
     the services are exercised by the test suite), then ``exports.services.export_job_run``
     runs the whole job: near-duplicate scan, split plan, all files, publication.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,30 @@ sys.path.insert(0, str(ROOT))
 
 GOALS = {"jsonl_s": 30.0, "parquet_s": 45.0, "rss_mb": 150.0}
 MB = 1024 * 1024
-WORDS = ("when", "the", "people", "from", "planet", "zorg", "arrive", "late", "again", "monday", "coffee",
-         "meeting", "cats", "think", "they", "own", "the", "house", "nobody", "asked", "for", "this")
+WORDS = (
+    "when",
+    "the",
+    "people",
+    "from",
+    "planet",
+    "zorg",
+    "arrive",
+    "late",
+    "again",
+    "monday",
+    "coffee",
+    "meeting",
+    "cats",
+    "think",
+    "they",
+    "own",
+    "the",
+    "house",
+    "nobody",
+    "asked",
+    "for",
+    "this",
+)
 CATEGORIES = ("group background", "religion and caste", "gender", "health condition")
 
 
@@ -96,23 +119,41 @@ def synthetic_records(n: int, seed: int = 0):
         sha = hexes[h & mask] + hexes[(h >> 12) & mask] + hexes[(h >> 4) & mask] + f"{i:016x}"
         redistributable = i % 10 == 0
         yield {
-            "item_id": i, "source_id": f"src-{i:07d}", "source_dataset": "bench",
+            "item_id": i,
+            "source_id": f"src-{i:07d}",
+            "source_dataset": "bench",
             "import_key": hexes[(h >> 8) & mask] + f"{i:048x}",
-            "text": texts[h & mask], "title": "", "language": "en", "domain": "bench",
-            "metadata": {"template": h % 500}, "split": splits[h % 20], "near_duplicate_group": i,
-            "image": {"file": f"images/{sha}.jpg" if redistributable else None, "format": "JPEG", "height": 500,
-                      "phash": hexes[(h >> 3) & mask], "pixel_hash": hexes[(h >> 5) & mask] * 3 + f"{i:016x}",
-                      "redistributable": redistributable, "sha256": sha, "width": 500},
+            "text": texts[h & mask],
+            "title": "",
+            "language": "en",
+            "domain": "bench",
+            "metadata": {"template": h % 500},
+            "split": splits[h % 20],
+            "near_duplicate_group": i,
+            "image": {
+                "file": f"images/{sha}.jpg" if redistributable else None,
+                "format": "JPEG",
+                "height": 500,
+                "phash": hexes[(h >> 3) & mask],
+                "pixel_hash": hexes[(h >> 5) & mask] * 3 + f"{i:016x}",
+                "redistributable": redistributable,
+                "sha256": sha,
+                "width": 500,
+            },
             "gold": {
                 "label": "harmful" if harmful else "non-harmful",
                 "target_category": CATEGORIES[h % 4] if harmful else None,
                 "target_entity": "people from Planet Zorg" if harmful else None,
                 "text_mention": "planet zorg" if harmful and h % 3 else None,
-                "visual_region": box_pool[(h >> 7) & 1023: ((h >> 7) & 1023) + 1 + h % 2] if harmful else [],
+                "visual_region": box_pool[(h >> 7) & 1023 : ((h >> 7) & 1023) + 1 + h % 2] if harmful else [],
             },
-            "provenance": {"label": {"source": "identical"},
-                           "target_category": {"source": "reviewer", "from_annotator": 1, "decided_by": "reviewer-01"}},
-            "gold_revision": 1, "schema_version": 1, "lexicon_version": 1,
+            "provenance": {
+                "label": {"source": "identical"},
+                "target_category": {"source": "reviewer", "from_annotator": 1, "decided_by": "reviewer-01"},
+            },
+            "gold_revision": 1,
+            "schema_version": 1,
+            "lexicon_version": 1,
         }
 
 
@@ -135,8 +176,10 @@ def writers_benchmark(n: int) -> list[str]:
         for _ in synthetic_records(n):
             pass
         gen_wall = time.perf_counter() - gen_t0
-        lines.append(f"(a) {n:,} synthetic records; generating them alone: {gen_wall:.1f} s wall "
-                     f"({time.process_time() - gen_c0:.1f} s CPU), included in the times below")
+        lines.append(
+            f"(a) {n:,} synthetic records; generating them alone: {gen_wall:.1f} s wall "
+            f"({time.process_time() - gen_c0:.1f} s CPU), included in the times below"
+        )
         for kind, goal in (("jsonl", GOALS["jsonl_s"]), ("parquet", GOALS["parquet_s"])):
             first, d1 = _writer_run(kind, n, Path(tmp) / f"a.{kind}")
             _, d2 = _writer_run(kind, n, Path(tmp) / f"b.{kind}")
@@ -147,7 +190,8 @@ def writers_benchmark(n: int) -> list[str]:
                 f"    {kind:<8} {first.wall:6.1f} s wall {first.cpu:6.1f} s CPU  {n / first.wall:9,.0f} rec/s  "
                 f"{d1.bytes / MB:8.1f} MB  peak RSS growth {first.growth_mb:6.1f} MB  "
                 f"second run byte-identical: {'yes' if identical else 'NO'}  "
-                f"(goal <= {goal:.0f} s, <= {GOALS['rss_mb']:.0f} MB) {'PASS' if passed else 'FAIL'}")
+                f"(goal <= {goal:.0f} s, <= {GOALS['rss_mb']:.0f} MB) {'PASS' if passed else 'FAIL'}"
+            )
             for p in Path(tmp).glob(f"*.{kind}"):
                 p.unlink()
     return lines if ok else [*lines, "    at least one writer goal missed"]
@@ -156,6 +200,7 @@ def writers_benchmark(n: int) -> list[str]:
 # ------------------------------------------------------------------------------------------
 # (b) end to end
 # ------------------------------------------------------------------------------------------
+
 
 def _setup_db(n: int, media_root: Path):
     import hashlib
@@ -200,11 +245,25 @@ def _setup_db(n: int, media_root: Path):
         if redistributable:
             (media_root / rel).write_bytes(jpeg)
         pixel = hashlib.sha256(f"bench-px-{n}-{i}".encode()).hexdigest()
-        items.append(Item(project=project, import_key=f"bench-{i}", image=rel, image_sha256=sha, image_format="JPEG",
-                          width=500, height=500, pixel_hash=pixel, phash=f"{int(phashes[i]):016x}",
-                          text=" ".join(rnd.choice(WORDS) for _ in range(12)), source_id=f"bench-{i:06d}",
-                          source_dataset="bench", language="en", redistributable=redistributable,
-                          stage=Stage.GOLD))
+        items.append(
+            Item(
+                project=project,
+                import_key=f"bench-{i}",
+                image=rel,
+                image_sha256=sha,
+                image_format="JPEG",
+                width=500,
+                height=500,
+                pixel_hash=pixel,
+                phash=f"{int(phashes[i]):016x}",
+                text=" ".join(rnd.choice(WORDS) for _ in range(12)),
+                source_id=f"bench-{i:06d}",
+                source_dataset="bench",
+                language="en",
+                redistributable=redistributable,
+                stage=Stage.GOLD,
+            )
+        )
     with transaction.atomic():
         Item.objects.bulk_create(items, batch_size=2000)
         ids = list(Item.objects.filter(project=project).order_by("id").values_list("id", flat=True))
@@ -220,18 +279,50 @@ def _setup_db(n: int, media_root: Path):
         provider = Provider.objects.create(project=project, name="bench-model", kind="replay", model="bench-vl-1")
         for idx, item_id in enumerate(ids):
             harmful = idx % 5 < 2
-            values = ({"label": "harmful", "target_category": CATEGORIES[idx % 4], "target_entity": "Zorgians",
-                       "text_mention": None, "visual_region": [[100, 100, 600, 700]]} if harmful else
-                      {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None,
-                       "visual_region": []})
-            golds.append(GoldRecord(item_id=item_id, revision=1, is_current=True, values=values,
-                                    provenance={k: {"source": "identical"} for k in values}, schema_version=1,
-                                    lexicon_version=1))
+            values = (
+                {
+                    "label": "harmful",
+                    "target_category": CATEGORIES[idx % 4],
+                    "target_entity": "Zorgians",
+                    "text_mention": None,
+                    "visual_region": [[100, 100, 600, 700]],
+                }
+                if harmful
+                else {
+                    "label": "non-harmful",
+                    "target_category": None,
+                    "target_entity": None,
+                    "text_mention": None,
+                    "visual_region": [],
+                }
+            )
+            golds.append(
+                GoldRecord(
+                    item_id=item_id,
+                    revision=1,
+                    is_current=True,
+                    values=values,
+                    provenance={k: {"source": "identical"} for k in values},
+                    schema_version=1,
+                    lexicon_version=1,
+                )
+            )
             for a in annotators:
-                anns.append(Annotation(item_id=item_id, annotator=a, kind="annotation", status="submitted",
-                                       values=values, version=1))
-            cands.append(Candidate(item_id=item_id, provider=provider, prompt_version="v1", model_name="bench-vl-1",
-                                   raw_reply="{}", fields=values))
+                anns.append(
+                    Annotation(
+                        item_id=item_id, annotator=a, kind="annotation", status="submitted", values=values, version=1
+                    )
+                )
+            cands.append(
+                Candidate(
+                    item_id=item_id,
+                    provider=provider,
+                    prompt_version="v1",
+                    model_name="bench-vl-1",
+                    raw_reply="{}",
+                    fields=values,
+                )
+            )
         GoldRecord.objects.bulk_create(golds, batch_size=2000)
         Annotation.objects.bulk_create(anns, batch_size=2000)
         Candidate.objects.bulk_create(cands, batch_size=2000)
@@ -249,23 +340,31 @@ def db_benchmark(n: int) -> list[str]:
     from exports.selectors import release_dir, split_plan
     from exports.services import export_job_run, export_job_start, near_duplicates_detect
 
-    with tempfile.TemporaryDirectory(prefix="concord-bench-media-") as media, \
-            tempfile.TemporaryDirectory(prefix="concord-bench-releases-") as releases:
+    with (
+        tempfile.TemporaryDirectory(prefix="concord-bench-media-") as media,
+        tempfile.TemporaryDirectory(prefix="concord-bench-releases-") as releases,
+    ):
         settings.MEDIA_ROOT = Path(media)
         settings.CONCORD_RELEASES_DIR = releases
         t0 = time.perf_counter()
         project, lead = _setup_db(n, Path(media))
-        lines = [f"(b) end to end on {connection.vendor} ({settings.DATABASES['default'].get('NAME')}): "
-                 f"{n:,} items set up in {time.perf_counter() - t0:.1f} s"]
+        lines = [
+            f"(b) end to end on {connection.vendor} ({settings.DATABASES['default'].get('NAME')}): "
+            f"{n:,} items set up in {time.perf_counter() - t0:.1f} s"
+        ]
         with RssSampler() as scan:
             result = near_duplicates_detect(project=project)
-        lines.append(f"    near-duplicate scan {scan.wall:6.2f} s wall  {result.pairs_new:,} pairs stored  "
-                     f"peak RSS growth {scan.growth_mb:5.1f} MB")
+        lines.append(
+            f"    near-duplicate scan {scan.wall:6.2f} s wall  {result.pairs_new:,} pairs stored  "
+            f"peak RSS growth {scan.growth_mb:5.1f} MB"
+        )
         with RssSampler() as plan_run:
             plan = split_plan(project=project)
-        lines.append(f"    split plan          {plan_run.wall:6.2f} s wall  sizes {plan.sizes}  excluded "
-                     f"{len(plan.excluded)}  integrity {'ok' if plan.integrity.ok else 'FAILED'}  "
-                     f"peak RSS growth {plan_run.growth_mb:5.1f} MB")
+        lines.append(
+            f"    split plan          {plan_run.wall:6.2f} s wall  sizes {plan.sizes}  excluded "
+            f"{len(plan.excluded)}  integrity {'ok' if plan.integrity.ok else 'FAILED'}  "
+            f"peak RSS growth {plan_run.growth_mb:5.1f} MB"
+        )
         job = export_job_start(project=project, user=lead, enqueue=False)
         with RssSampler() as run:
             release = export_job_run(job=job)
@@ -273,13 +372,17 @@ def db_benchmark(n: int) -> list[str]:
         if release is None:
             return [*lines, f"    build FAILED: {job.error}"]
         size = sum(p.stat().st_size for p in release_dir(release).rglob("*") if p.is_file())
-        lines.append(f"    whole job (scan + plan + files + publish) {run.wall:6.2f} s wall {run.cpu:6.2f} s CPU  "
-                     f"{release.record_count / run.wall:7,.0f} rec/s  {size / MB:.1f} MB  "
-                     f"peak RSS growth {run.growth_mb:5.1f} MB")
+        lines.append(
+            f"    whole job (scan + plan + files + publish) {run.wall:6.2f} s wall {run.cpu:6.2f} s CPU  "
+            f"{release.record_count / run.wall:7,.0f} rec/s  {size / MB:.1f} MB  "
+            f"peak RSS growth {run.growth_mb:5.1f} MB"
+        )
         job2 = export_job_start(project=project, user=lead, enqueue=False)
         release2 = export_job_run(job=job2)
-        lines.append(f"    second build of the same state byte-identical: "
-                     f"{'yes' if release2 and release2.manifest_sha256 == release.manifest_sha256 else 'NO'}")
+        lines.append(
+            f"    second build of the same state byte-identical: "
+            f"{'yes' if release2 and release2.manifest_sha256 == release.manifest_sha256 else 'NO'}"
+        )
         ExportJob.objects.filter(project=project).delete()
         project.delete()
     return lines

@@ -126,11 +126,17 @@ def generate(n: int, seed: int) -> tuple[list[dict], list[dict], list[str]]:
     xy = rng.integers(0, 700, size=(n, 3, 2))
     wh = rng.integers(60, 300, size=(n, 3, 2))
     for i in range(n):
-        base_boxes.append([
-            [int(xy[i, k, 0]), int(xy[i, k, 1]), int(min(1000, xy[i, k, 0] + wh[i, k, 0])),
-             int(min(1000, xy[i, k, 1] + wh[i, k, 1]))]
-            for k in range(n_boxes[i])
-        ])
+        base_boxes.append(
+            [
+                [
+                    int(xy[i, k, 0]),
+                    int(xy[i, k, 1]),
+                    int(min(1000, xy[i, k, 0] + wh[i, k, 0])),
+                    int(min(1000, xy[i, k, 1] + wh[i, k, 1])),
+                ]
+                for k in range(n_boxes[i])
+            ]
+        )
 
     def annotate(r: np.random.Generator) -> list[dict]:
         flip = r.random(n) < 0.025
@@ -144,8 +150,15 @@ def generate(n: int, seed: int) -> tuple[list[dict], list[dict], list[str]]:
         for i in range(n):
             harmful = bool(truth_harmful[i] ^ flip[i])
             if not harmful:
-                out.append({"label": "non-harmful", "target_category": None, "target_entity": None,
-                            "text_mention": None, "visual_region": []})
+                out.append(
+                    {
+                        "label": "non-harmful",
+                        "target_category": None,
+                        "target_entity": None,
+                        "text_mention": None,
+                        "visual_region": [],
+                    }
+                )
                 continue
             c = int(other_cat[i]) if cat_err[i] else int(truth_cat[i])
             canonical = truth_ent[i]
@@ -183,8 +196,15 @@ def generate(n: int, seed: int) -> tuple[list[dict], list[dict], list[str]]:
                 boxes = boxes[:-1]
             elif box_roll[i] > 0.97:
                 boxes.append([100, 100, 400, 500])
-            out.append({"label": "harmful", "target_category": CATEGORIES[c], "target_entity": entity,
-                        "text_mention": mention, "visual_region": boxes})
+            out.append(
+                {
+                    "label": "harmful",
+                    "target_category": CATEGORIES[c],
+                    "target_entity": entity,
+                    "text_mention": mention,
+                    "visual_region": boxes,
+                }
+            )
         return out
 
     return annotate(np.random.default_rng(seed + 1)), annotate(np.random.default_rng(seed + 2)), texts
@@ -201,8 +221,10 @@ def main() -> None:
         cpus = sorted(os.sched_getaffinity(0))
     else:  # pragma: no cover - non-Linux
         cpus = ["?"]
-    print(f"metrics benchmark: n={args.n:,} items x 2 annotators, seed={args.seed}, "
-          f"pinned to CPU {cpus}, numpy {np.__version__}")
+    print(
+        f"metrics benchmark: n={args.n:,} items x 2 annotators, seed={args.seed}, "
+        f"pinned to CPU {cpus}, numpy {np.__version__}"
+    )
 
     t0 = time.perf_counter()
     ann_a, ann_b, _texts = generate(args.n, args.seed)
@@ -235,12 +257,18 @@ def main() -> None:
     print(f"{'metric':34s}{'seconds':>9s}   value (all items | items either annotator marked harmful)")
     print(f"{'label kappa':34s}{timings['label kappa']:9.3f}   {k_label:.6f}")
     print(f"{'category kappa (None = category)':34s}{timings['category kappa']:9.3f}   {k_cat:.6f}")
-    print(f"{'entity f1_rel':34s}{timings['entity f1_rel']:9.3f}   mean {ent.mean():.4f} | {ent[either].mean():.4f};"
-          f" share>=0.7 {np.mean(ent >= 0.7):.4f} | {np.mean(ent[either] >= 0.7):.4f}")
-    print(f"{'mention token_f1':34s}{timings['mention token_f1']:9.3f}   mean {men.mean():.4f} | {men[either].mean():.4f}")
-    print(f"{'region enclosing_iou':34s}{timings['region enclosing_iou']:9.3f}   share>=0.75 {np.mean(reg >= 0.75):.4f} |"
-          f" {np.mean(reg[either] >= 0.75):.4f}; share>=0.5 {np.mean(reg >= 0.5):.4f} | {np.mean(reg[either] >= 0.5):.4f};"
-          f" mean IoU {reg.mean():.4f} | {reg[either].mean():.4f}")
+    print(
+        f"{'entity f1_rel':34s}{timings['entity f1_rel']:9.3f}   mean {ent.mean():.4f} | {ent[either].mean():.4f};"
+        f" share>=0.7 {np.mean(ent >= 0.7):.4f} | {np.mean(ent[either] >= 0.7):.4f}"
+    )
+    print(
+        f"{'mention token_f1':34s}{timings['mention token_f1']:9.3f}   mean {men.mean():.4f} | {men[either].mean():.4f}"
+    )
+    print(
+        f"{'region enclosing_iou':34s}{timings['region enclosing_iou']:9.3f}   share>=0.75 {np.mean(reg >= 0.75):.4f} |"
+        f" {np.mean(reg[either] >= 0.75):.4f}; share>=0.5 {np.mean(reg >= 0.5):.4f} | {np.mean(reg[either] >= 0.5):.4f};"
+        f" mean IoU {reg.mean():.4f} | {reg[either].mean():.4f}"
+    )
     print(f"{'TOTAL (all agreement fields)':34s}{total:9.3f}   goal <= 10 s: {'OK' if total <= 10 else 'MISSED'}")
     print()
 
@@ -264,8 +292,10 @@ def main() -> None:
     t = time.perf_counter()
     lo, hi = mean_ci(reg[:m])
     t_iou = time.perf_counter() - t
-    print(f"  region mean IoU (continuous, index resampling) on {m:,} items: [{lo:.4f}, {hi:.4f}]"
-          f" in {t_iou:.3f} s (scales linearly with items)")
+    print(
+        f"  region mean IoU (continuous, index resampling) on {m:,} items: [{lo:.4f}, {hi:.4f}]"
+        f" in {t_iou:.3f} s (scales linearly with items)"
+    )
     print()
 
     from sklearn.metrics import cohen_kappa_score
@@ -279,16 +309,20 @@ def main() -> None:
     print(f"label kappa vs scikit-learn cohen_kappa_score (the same {args.n:,} string labels):")
     print(f"  metrics.agreement.cohen_kappa   {timings['label kappa']:9.3f} s   {k_label!r}")
     print(f"  sklearn cohen_kappa_score       {t_sklearn:9.3f} s   {k_sklearn!r}")
-    print(f"  speed ratio {ratio:.1f}x (goal >= 10x: {'OK' if ratio >= 10 else 'MISSED'});"
-          f" max abs diff {diff:.3e} (goal <= 1e-12: {'OK' if diff <= 1e-12 else 'MISSED'})")
+    print(
+        f"  speed ratio {ratio:.1f}x (goal >= 10x: {'OK' if ratio >= 10 else 'MISSED'});"
+        f" max abs diff {diff:.3e} (goal <= 1e-12: {'OK' if diff <= 1e-12 else 'MISSED'})"
+    )
 
     ca = ["<none>" if v is None else v for v in cols["target_category"][0]]
     cb = ["<none>" if v is None else v for v in cols["target_category"][1]]
     t = time.perf_counter()
     k_cat_sklearn = cohen_kappa_score(ca, cb)
     t_cat_sklearn = time.perf_counter() - t
-    print(f"  category (None -> '<none>' for sklearn): sklearn {t_cat_sklearn:.3f} s, ratio"
-          f" {t_cat_sklearn / timings['category kappa']:.1f}x, abs diff {abs(k_cat_sklearn - k_cat):.3e}")
+    print(
+        f"  category (None -> '<none>' for sklearn): sklearn {t_cat_sklearn:.3f} s, ratio"
+        f" {t_cat_sklearn / timings['category kappa']:.1f}x, abs diff {abs(k_cat_sklearn - k_cat):.3e}"
+    )
 
     codes_a = np.array([v == "harmful" for v in la], dtype=np.int8)
     codes_b = np.array([v == "harmful" for v in lb], dtype=np.int8)
@@ -298,8 +332,10 @@ def main() -> None:
     t = time.perf_counter()
     k_int_sklearn = cohen_kappa_score(codes_a, codes_b)
     t_int_sklearn = time.perf_counter() - t
-    print(f"  integer-coded labels (int8 arrays): ours {t_int:.4f} s, sklearn {t_int_sklearn:.3f} s, ratio"
-          f" {t_int_sklearn / t_int:.1f}x, abs diff {abs(k_int_sklearn - k_int):.3e}")
+    print(
+        f"  integer-coded labels (int8 arrays): ours {t_int:.4f} s, sklearn {t_int_sklearn:.3f} s, ratio"
+        f" {t_int_sklearn / t_int:.1f}x, abs diff {abs(k_int_sklearn - k_int):.3e}"
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ Rates are images per CPU-second (``time.process_time``: the machine may be share
 the per-core cost) and per wall second; peak RSS is ``ru_maxrss``. Figures only, no
 assertions on time.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,8 +46,27 @@ from lib.textfree import encode_image, text_free_variant
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "retina", "camera", "coins", "grass")
 WORDS = (
-    "when", "the", "code", "finally", "works", "nobody", "me", "explaining", "why", "monday",
-    "deadline", "again", "that", "feeling", "one", "does", "not", "simply", "merge", "to", "main",
+    "when",
+    "the",
+    "code",
+    "finally",
+    "works",
+    "nobody",
+    "me",
+    "explaining",
+    "why",
+    "monday",
+    "deadline",
+    "again",
+    "that",
+    "feeling",
+    "one",
+    "does",
+    "not",
+    "simply",
+    "merge",
+    "to",
+    "main",
 )
 FONT_CANDIDATES = (
     "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
@@ -82,7 +102,15 @@ def make_memes(directory: Path, n: int, seed: int) -> list[tuple[Path, list[str]
             line = [str(wd) for wd in rng.choice(WORDS, int(rng.integers(2, 6)))]
             while len(line) > 1 and draw.textlength(" ".join(line).upper(), font=font) > 470:
                 line.pop()
-            draw.text((250, y), " ".join(line).upper(), font=font, fill="white", stroke_width=3, stroke_fill="black", anchor="mt")
+            draw.text(
+                (250, y),
+                " ".join(line).upper(),
+                font=font,
+                fill="white",
+                stroke_width=3,
+                stroke_fill="black",
+                anchor="mt",
+            )
             words += line
         path = directory / f"meme_{i:05d}.jpg"
         img.save(path, "JPEG", quality=int(rng.integers(80, 96)))
@@ -118,8 +146,10 @@ def main() -> int:
 
         c0, w0 = time.process_time(), time.perf_counter()
         ocr_read(Image.new("RGB", (64, 64)))  # creates the engine
-        print(f"engine load: {time.process_time() - c0:.2f} s CPU, {time.perf_counter() - w0:.2f} s wall; "
-              f"peak RSS {_rss_mb():.0f} MB")
+        print(
+            f"engine load: {time.process_time() - c0:.2f} s CPU, {time.perf_counter() - w0:.2f} s wall; "
+            f"peak RSS {_rss_mb():.0f} MB"
+        )
 
         c0, w0 = time.process_time(), time.perf_counter()
         results = [ocr_read(path) for path, _ in memes]
@@ -142,20 +172,32 @@ def main() -> int:
         lines = sum(len(r.lines) for r in results)
 
         print(f"\n{n} memes of 500x500, {sum(want.values())} caption words, {lines} OCR lines")
-        print(f"OCR:        {n / ocr_cpu:6.2f} img/s/core (CPU {1000 * ocr_cpu / n:6.1f} ms/img), "
-              f"{n / ocr_wall:6.2f} img/s wall; peak RSS {rss_after_ocr:.0f} MB")
-        print(f"inpainting: {n / inp_cpu:6.2f} img/s/core (CPU {1000 * inp_cpu / n:6.1f} ms/img, decode + mask + "
-              f"cv2.inpaint {args.method}), {n / inp_wall:6.2f} img/s wall")
-        print(f"PNG encode: {n / enc_cpu:6.2f} img/s/core (CPU {1000 * enc_cpu / n:6.1f} ms/img), "
-              f"mean {np.mean(sizes) / 1024:.0f} kB")
-        print(f"JPEG q90:   {n / jpeg_cpu:6.2f} img/s/core (CPU {1000 * jpeg_cpu / n:6.1f} ms/img), "
-              f"mean {np.mean(jpeg_sizes) / 1024:.0f} kB")
+        print(
+            f"OCR:        {n / ocr_cpu:6.2f} img/s/core (CPU {1000 * ocr_cpu / n:6.1f} ms/img), "
+            f"{n / ocr_wall:6.2f} img/s wall; peak RSS {rss_after_ocr:.0f} MB"
+        )
+        print(
+            f"inpainting: {n / inp_cpu:6.2f} img/s/core (CPU {1000 * inp_cpu / n:6.1f} ms/img, decode + mask + "
+            f"cv2.inpaint {args.method}), {n / inp_wall:6.2f} img/s wall"
+        )
+        print(
+            f"PNG encode: {n / enc_cpu:6.2f} img/s/core (CPU {1000 * enc_cpu / n:6.1f} ms/img), "
+            f"mean {np.mean(sizes) / 1024:.0f} kB"
+        )
+        print(
+            f"JPEG q90:   {n / jpeg_cpu:6.2f} img/s/core (CPU {1000 * jpeg_cpu / n:6.1f} ms/img), "
+            f"mean {np.mean(jpeg_sizes) / 1024:.0f} kB"
+        )
         print(f"caption word recall: {sum(found.values()) / sum(want.values()):.3f}")
 
         if not args.no_residual:
-            left = sum((_tokens(ocr_read(v).text) & Counter(words) for (_, words), v in zip(memes, variants)), Counter())
-            print(f"caption words OCR still finds on the text-free variants: {sum(left.values())} "
-                  f"of {sum(want.values())} ({sum(left.values()) / sum(want.values()):.3%})")
+            left = sum(
+                (_tokens(ocr_read(v).text) & Counter(words) for (_, words), v in zip(memes, variants)), Counter()
+            )
+            print(
+                f"caption words OCR still finds on the text-free variants: {sum(left.values())} "
+                f"of {sum(want.values())} ({sum(left.values()) / sum(want.values()):.3%})"
+            )
         print(f"peak RSS at the end: {_rss_mb():.0f} MB")
     return 0
 

@@ -9,6 +9,7 @@ Measured on the shared 2-core dev machine (busy): meme3w 10,000 items x 2 in 0.4
 items x 3 in ~50 s (the generic bootstrap of Krippendorff's alpha per label dominates; its
 resample count adapts to the data size, see quality.compute.GENERIC_BUDGET).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,13 @@ CATS = ["group background", "religion and caste", "gender", "health condition"]
 
 def meme3w_record(rng: random.Random, base: dict) -> dict:
     if rng.random() < 0.05:
-        return {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None, "visual_region": []}
+        return {
+            "label": "non-harmful",
+            "target_category": None,
+            "target_entity": None,
+            "text_mention": None,
+            "visual_region": [],
+        }
     r = dict(base)
     if rng.random() < 0.08:
         r["target_category"] = rng.choice(CATS)
@@ -51,7 +58,9 @@ def meme3w_record(rng: random.Random, base: dict) -> dict:
 def aha_record(rng: random.Random, base: dict) -> dict:
     r = dict(base)
     if rng.random() < 0.1:
-        r["hateful_type"] = sorted(set(r["hateful_type"]) | {rng.choice(AHA_HATEFUL_TYPES[:-1])}) if r["hateful_type"] else []
+        r["hateful_type"] = (
+            sorted(set(r["hateful_type"]) | {rng.choice(AHA_HATEFUL_TYPES[:-1])}) if r["hateful_type"] else []
+        )
     return r
 
 
@@ -62,8 +71,13 @@ def main() -> None:
     rng = random.Random(0)
     units = []
     for i in range(args.items):
-        base = {"label": "harmful", "target_category": rng.choice(CATS), "target_entity": rng.choice(["Muslims", "women", "immigrants"]),
-                "text_mention": rng.choice([None, "them", "those people"]), "visual_region": []}
+        base = {
+            "label": "harmful",
+            "target_category": rng.choice(CATS),
+            "target_entity": rng.choice(["Muslims", "women", "immigrants"]),
+            "text_mention": rng.choice([None, "them", "those people"]),
+            "visual_region": [],
+        }
         units.append(Unit(i, (meme3w_record(rng, base), meme3w_record(rng, base)), (1, 2)))
     t = time.perf_counter()
     agreement.agreement_figures(Schema(MEME3W_SCHEMA), units, lexicon={"Muslims": "Muslim people"})
@@ -73,10 +87,21 @@ def main() -> None:
     units = []
     for i in range(n):
         hateful = rng.random() < 0.4
-        base = ({"is_hateful": "Hateful", "hateful_type": [rng.choice(AHA_HATEFUL_TYPES[:-1])],
-                 "targeted_categories": [rng.choice(AHA_PROTECTED_CATEGORIES)], "non_hateful_type": []} if hateful else
-                {"is_hateful": "Not-Hateful", "hateful_type": [], "targeted_categories": [],
-                 "non_hateful_type": [rng.choice(AHA_NON_HATEFUL_TYPES)]})
+        base = (
+            {
+                "is_hateful": "Hateful",
+                "hateful_type": [rng.choice(AHA_HATEFUL_TYPES[:-1])],
+                "targeted_categories": [rng.choice(AHA_PROTECTED_CATEGORIES)],
+                "non_hateful_type": [],
+            }
+            if hateful
+            else {
+                "is_hateful": "Not-Hateful",
+                "hateful_type": [],
+                "targeted_categories": [],
+                "non_hateful_type": [rng.choice(AHA_NON_HATEFUL_TYPES)],
+            }
+        )
         units.append(Unit(i, tuple(aha_record(rng, base) for _ in range(3)), (1, 2, 3)))
     t = time.perf_counter()
     agreement.agreement_figures(Schema(AHA_SCHEMA), units, lexicon=None)

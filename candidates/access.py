@@ -1,4 +1,5 @@
 """Permission-checked fetchers for candidate objects (never fetched by bare id)."""
+
 from __future__ import annotations
 
 from django.http import Http404

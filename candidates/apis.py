@@ -2,6 +2,7 @@
 
 One APIView per operation, each with its own input/output serializers (CONVENTIONS).
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,16 @@ class ProviderOutput(serializers.ModelSerializer):
     class Meta:
         model = Provider
         fields = [
-            "id", "name", "kind", "model", "base_url", "api_key_env", "api_key_set", "requests_per_minute",
-            "timeout_seconds", "enabled",
+            "id",
+            "name",
+            "kind",
+            "model",
+            "base_url",
+            "api_key_env",
+            "api_key_set",
+            "requests_per_minute",
+            "timeout_seconds",
+            "enabled",
         ]
 
     def get_api_key_set(self, obj) -> bool:
@@ -69,14 +78,18 @@ class CandidateJobOutput(JobOutput):
 
 class CandidateJobStartInput(serializers.Serializer):
     item_ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=2**62), required=False, allow_empty=False,
-        max_length=100_000, help_text="Items to generate candidates for; omit for every item in stage 'new'.",
+        child=serializers.IntegerField(min_value=1, max_value=2**62),
+        required=False,
+        allow_empty=False,
+        max_length=100_000,
+        help_text="Items to generate candidates for; omit for every item in stage 'new'.",
     )
 
 
 class CandidateJobStartApi(APIView):
     @extend_schema(
-        summary="Start generating candidates (leads)", request=CandidateJobStartInput,
+        summary="Start generating candidates (leads)",
+        request=CandidateJobStartInput,
         responses={202: CandidateJobOutput, 400: ErrorOutput},
     )
     def post(self, request, slug):
@@ -93,5 +106,3 @@ class CandidateJobApi(APIView):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
         job = job_get_for_project(user=request.user, project=project, kind=CandidateJob.kind, job_id=job_id)
         return Response(CandidateJobOutput(job).data)
-
-

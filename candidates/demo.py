@@ -8,6 +8,7 @@ variations, so the annotation page has something realistic to show:
 - model-3 is sometimes wrong (label flipped), sometimes paraphrases the mention (removed: not an
   exact copy) or gives a box in 0-1 coordinates (removed: not rescaled).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,8 +31,12 @@ ENTITY_VARIANTS = {
     "Glorbian monks": "monks of Glorb",
     "people with space hiccups": "space hiccup sufferers",
 }
-AHA_CATEGORY = {"group background": "nationality", "religion and caste": "religion", "health condition": "disability or disease",
-                "gender": "sex"}
+AHA_CATEGORY = {
+    "group background": "nationality",
+    "religion and caste": "religion",
+    "health condition": "disability or disease",
+    "gender": "sex",
+}
 
 
 def _h(key: str) -> int:
@@ -62,9 +67,13 @@ def meme3w_reply(*, model: str, key: str, text: str) -> str:
     out = {"think": think, **truth}
     if h == 0:  # wrong
         if harmful:
-            out.update(label="non-harmful", target_category=None, target_entity=None, text_mention=None, visual_region=[])
+            out.update(
+                label="non-harmful", target_category=None, target_entity=None, text_mention=None, visual_region=[]
+            )
         else:
-            out.update(label="harmful", target_category="gender", target_entity="people", text_mention=None, visual_region=[])
+            out.update(
+                label="harmful", target_category="gender", target_entity="people", text_mention=None, visual_region=[]
+            )
     elif harmful and h in (1, 2):
         out["text_mention"] = f"the {out['text_mention'].lower()} folks" if out["text_mention"] else "them"
     elif harmful and h == 3:
@@ -82,11 +91,21 @@ def aha_reply(*, model: str, key: str, text: str) -> str:
     if hateful:
         category = AHA_CATEGORY.get(truth["target_category"] or "", "ethnicity")
         types = ["Mocking"] if model != "model-2" else ["Mocking", "Inferiority"]
-        out = {"think": "...", "is_hateful": "Hateful", "hateful_type": types, "targeted_categories": [category],
-               "non_hateful_type": []}
+        out = {
+            "think": "...",
+            "is_hateful": "Hateful",
+            "hateful_type": types,
+            "targeted_categories": [category],
+            "non_hateful_type": [],
+        }
     else:
-        out = {"think": "...", "is_hateful": "Not-Hateful", "hateful_type": [], "targeted_categories": [],
-               "non_hateful_type": ["Humor"] if model != "model-3" else ["Humor", "Sarcasm"]}
+        out = {
+            "think": "...",
+            "is_hateful": "Not-Hateful",
+            "hateful_type": [],
+            "targeted_categories": [],
+            "non_hateful_type": ["Humor"] if model != "model-3" else ["Humor", "Sarcasm"],
+        }
     return json.dumps(out)
 
 
@@ -99,8 +118,16 @@ def demo_replay_write(*, project: Project, path: Path) -> int:
     for item in project.items.order_by("id"):
         key = item.source_id or item.import_key
         for model in DEMO_MODELS:
-            lines.append(json.dumps({"source_id": item.source_id, "import_key": item.import_key, "model": model,
-                                     "reply": make(model=model, key=key + model, text=item.text)}))
+            lines.append(
+                json.dumps(
+                    {
+                        "source_id": item.source_id,
+                        "import_key": item.import_key,
+                        "model": model,
+                        "reply": make(model=model, key=key + model, text=item.text),
+                    }
+                )
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -121,8 +148,15 @@ def demo_candidates_load(*, project: Project, lead=None) -> int:
     for model in DEMO_MODELS:
         existing = Provider.objects.filter(project=project, name=model).first()
         if existing is None:
-            provider_create(project=project, name=model, kind=ProviderKind.REPLAY, model=model, replay_path=str(path),
-                            requests_per_minute=6000, timeout_seconds=10)
+            provider_create(
+                project=project,
+                name=model,
+                kind=ProviderKind.REPLAY,
+                model=model,
+                replay_path=str(path),
+                requests_per_minute=6000,
+                timeout_seconds=10,
+            )
         elif existing.replay_path != str(path.resolve()):
             Provider.objects.filter(pk=existing.pk).update(replay_path=str(path.resolve()))
     before = Candidate.objects.filter(item__project=project).count()

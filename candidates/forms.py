@@ -11,12 +11,24 @@ class ProviderForm(forms.Form):
     name = forms.CharField(max_length=80, help_text="Shown to leads and researchers only.")
     kind = forms.ChoiceField(choices=ProviderKind.choices)
     model = forms.CharField(max_length=200, help_text="e.g. gpt-4o, gemini-2.5-flash, Qwen/Qwen2.5-VL-72B-Instruct")
-    base_url = forms.CharField(max_length=500, required=False, label="Base URL",
-                               help_text="Required for OpenAI-compatible servers (e.g. http://gpu-host:8000/v1).")
-    api_key_env = forms.CharField(max_length=100, required=False, label="API key environment variable",
-                                  help_text="The NAME of the variable (e.g. OPENAI_API_KEY), never the key.")
-    replay_path = forms.CharField(max_length=500, required=False, label="Replay file (JSONL)",
-                                  help_text="Replay providers only; a path inside the server's var directory.")
+    base_url = forms.CharField(
+        max_length=500,
+        required=False,
+        label="Base URL",
+        help_text="Required for OpenAI-compatible servers (e.g. http://gpu-host:8000/v1).",
+    )
+    api_key_env = forms.CharField(
+        max_length=100,
+        required=False,
+        label="API key environment variable",
+        help_text="The NAME of the variable (e.g. OPENAI_API_KEY), never the key.",
+    )
+    replay_path = forms.CharField(
+        max_length=500,
+        required=False,
+        label="Replay file (JSONL)",
+        help_text="Replay providers only; a path inside the server's var directory.",
+    )
     requests_per_minute = forms.IntegerField(min_value=1, max_value=100_000, initial=60)
     timeout_seconds = forms.FloatField(min_value=1, max_value=300, initial=60, label="Timeout (seconds)")
     enabled = forms.BooleanField(required=False, initial=True)
@@ -24,6 +36,8 @@ class ProviderForm(forms.Form):
 
 class ItemSelectionForm(forms.Form):
     item_ids = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Item ids (optional)",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Item ids (optional)",
         help_text="Leave empty for every item in stage “new”; or list ids separated by commas or spaces.",
     )

@@ -6,6 +6,7 @@ a Candidate is the stored, normalized output of one provider for one item under 
 version. The unique constraint on Candidate (item, provider, prompt_version) is what makes a
 redelivered Celery task unable to duplicate work.
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -24,22 +25,25 @@ class ProviderKind(models.TextChoices):
 
 class Provider(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="providers")
-    name = models.CharField(
-        max_length=80, help_text="Name shown to leads and researchers; never shown to annotators."
-    )
+    name = models.CharField(max_length=80, help_text="Name shown to leads and researchers; never shown to annotators.")
     kind = models.CharField(max_length=20, choices=ProviderKind.choices, help_text="Client used to call the model.")
-    model = models.CharField(max_length=200, help_text="Model name sent to the endpoint (e.g. gpt-4o, gemini-2.5-flash).")
+    model = models.CharField(
+        max_length=200, help_text="Model name sent to the endpoint (e.g. gpt-4o, gemini-2.5-flash)."
+    )
     base_url = models.CharField(
-        max_length=500, blank=True,
+        max_length=500,
+        blank=True,
         help_text="Endpoint base URL (required for openai-compatible; optional override otherwise).",
     )
     api_key_env = models.CharField(
-        max_length=100, blank=True,
+        max_length=100,
+        blank=True,
         help_text="NAME of the environment variable holding the API key. The key itself is never stored.",
     )
     replay_path = models.CharField(
-        max_length=500, blank=True,
-        help_text="replay: path of a JSONL file with one {\"source_id\"|\"item_id\"|\"import_key\", \"reply\"} per line.",
+        max_length=500,
+        blank=True,
+        help_text='replay: path of a JSONL file with one {"source_id"|"item_id"|"import_key", "reply"} per line.',
     )
     requests_per_minute = models.PositiveIntegerField(
         default=60, help_text="Rate limit shared by all workers for this provider."
@@ -95,8 +99,11 @@ class CandidateJob(Job):
         return {k: sum(r[k] for r in rows) for k in ("total", "done", "failed", "pending", "running", "cancelled")}
 
     def failures(self, limit: int = 50):
-        return (self.tasks.filter(status=JobStatus.FAILED).select_related("provider")
-                .order_by("provider__name", "item_id")[:limit])
+        return (
+            self.tasks.filter(status=JobStatus.FAILED)
+            .select_related("provider")
+            .order_by("provider__name", "item_id")[:limit]
+        )
 
 
 class CandidateTask(models.Model):
@@ -127,7 +134,9 @@ class Candidate(models.Model):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="candidates")
     provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="candidates")
     prompt_version = models.CharField(max_length=40, help_text="Version of the prompt that produced this candidate.")
-    model_name = models.CharField(max_length=200, help_text="Model name at generation time (as reported by the endpoint when available).")
+    model_name = models.CharField(
+        max_length=200, help_text="Model name at generation time (as reported by the endpoint when available)."
+    )
     raw_reply = models.TextField(help_text="The model's reply, verbatim.")
     think = models.TextField(blank=True, help_text="The model's `think` field (its analysis steps).")
     fields = models.JSONField(default=dict, help_text="Normalized schema fields that passed validation.")

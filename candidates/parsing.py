@@ -5,6 +5,7 @@ commas, write Python literals (None/True), or nest the fields under "answer". We
 object without guessing at field values; field validation is the schema engine's job
 (``Schema.normalize_candidate``), which removes a malformed field, never the whole candidate.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,7 +46,7 @@ def _balanced_objects(text: str):
         elif ch == "}" and depth > 0:
             depth -= 1
             if depth == 0 and start is not None:
-                yield text[start: i + 1]
+                yield text[start : i + 1]
                 start = None
 
 
@@ -161,14 +162,18 @@ def parse_reply(text: str, *, schema, item_text: str) -> ParsedReply:
             if isinstance(obj.get(k), dict) and names & set(obj[k]):
                 outer = {kk: vv for kk, vv in obj.items() if kk != k}
                 obj = {**outer, **obj[k]}
-                removed.append({"field": k, "reason": f"fields were nested under {k!r}; flattened", "value": None, "partial": True})
+                removed.append(
+                    {"field": k, "reason": f"fields were nested under {k!r}; flattened", "value": None, "partial": True}
+                )
                 break
     think = obj.get("think")
     if think is not None and not isinstance(think, str):
         think = json.dumps(think, ensure_ascii=False)
     for key in sorted(set(obj) - names - {"think"}):
         removed.append({"field": key, "reason": "not a field of the schema", "value": _preview(obj[key])})
-    fields, schema_removed = schema.normalize_candidate({k: v for k, v in obj.items() if k in names}, item_text=item_text)
+    fields, schema_removed = schema.normalize_candidate(
+        {k: v for k, v in obj.items() if k in names}, item_text=item_text
+    )
     for r in schema_removed:
         r = dict(r)
         r["value"] = _preview(r.get("value"))

@@ -10,6 +10,7 @@ Errors are sorted into two kinds the task acts on:
 - ``PermanentProviderError``: other 4xx (authentication, validation), a missing API key, a
   missing replay line -> no retry, the task fails with the message.
 """
+
 from __future__ import annotations
 
 import base64
@@ -69,8 +70,12 @@ class ProviderConfig:
     @classmethod
     def from_provider(cls, provider) -> ProviderConfig:
         return cls(
-            kind=provider.kind, model=provider.model, base_url=provider.base_url, api_key_env=provider.api_key_env,
-            timeout_seconds=provider.timeout_seconds, replay_path=provider.replay_path,
+            kind=provider.kind,
+            model=provider.model,
+            base_url=provider.base_url,
+            api_key_env=provider.api_key_env,
+            timeout_seconds=provider.timeout_seconds,
+            replay_path=provider.replay_path,
         )
 
 
@@ -145,7 +150,9 @@ def _retry_after_from_headers(headers) -> float | None:
 
 def _status_error(status: int, message: str, headers) -> ProviderError:
     if status in RETRYABLE_STATUS or status >= 500:
-        return TransientProviderError(f"HTTP {status}: {message}", status=status, retry_after=_retry_after_from_headers(headers))
+        return TransientProviderError(
+            f"HTTP {status}: {message}", status=status, retry_after=_retry_after_from_headers(headers)
+        )
     return PermanentProviderError(f"HTTP {status}: {message}", status=status)
 
 
@@ -189,7 +196,10 @@ class OpenAIChatClient:
         return _cached_sdk_client(
             ("openai", self.config.base_url, key, self.config.timeout_seconds),
             lambda: OpenAI(
-                api_key=key, base_url=self.config.base_url or None, timeout=self.config.timeout_seconds, max_retries=0,
+                api_key=key,
+                base_url=self.config.base_url or None,
+                timeout=self.config.timeout_seconds,
+                max_retries=0,
             ),
         )
 
@@ -208,15 +218,20 @@ class OpenAIChatClient:
         data_url = f"data:{request.image_mime};base64,{base64.b64encode(request.image).decode()}"
         messages = [
             {"role": "system", "content": request.system},
-            {"role": "user", "content": [
-                {"type": "text", "text": request.user},
-                {"type": "image_url", "image_url": {"url": data_url}},
-            ]},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": request.user},
+                    {"type": "image_url", "image_url": {"url": data_url}},
+                ],
+            },
         ]
         start = time.monotonic()
         try:
             resp = client.chat.completions.create(
-                model=self.config.model, messages=messages, response_format={"type": "json_object"},
+                model=self.config.model,
+                messages=messages,
+                response_format={"type": "json_object"},
                 **self._sampling(),
             )
         except openai.APIStatusError as exc:
@@ -233,8 +248,11 @@ class OpenAIChatClient:
         text = resp.choices[0].message.content or ""
         usage = resp.usage
         return ProviderReply(
-            text=text, model_name=resp.model or self.config.model, latency_ms=latency,
-            prompt_tokens=getattr(usage, "prompt_tokens", None), completion_tokens=getattr(usage, "completion_tokens", None),
+            text=text,
+            model_name=resp.model or self.config.model,
+            latency_ms=latency,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
         )
 
 
@@ -258,8 +276,10 @@ class GeminiClient:
             lambda: genai.Client(api_key=key, http_options=http_options),
         )
         config = types.GenerateContentConfig(
-            system_instruction=request.system, response_mime_type="application/json",
-            temperature=self.config.temperature, max_output_tokens=self.config.max_output_tokens,
+            system_instruction=request.system,
+            response_mime_type="application/json",
+            temperature=self.config.temperature,
+            max_output_tokens=self.config.max_output_tokens,
         )
         start = time.monotonic()
         try:
@@ -282,7 +302,9 @@ class GeminiClient:
             raise PermanentProviderError(f"no text in the reply: {_short(exc)}") from exc
         usage = resp.usage_metadata
         return ProviderReply(
-            text=text, model_name=resp.model_version or self.config.model, latency_ms=latency,
+            text=text,
+            model_name=resp.model_version or self.config.model,
+            latency_ms=latency,
             prompt_tokens=getattr(usage, "prompt_token_count", None),
             completion_tokens=getattr(usage, "candidates_token_count", None),
         )
@@ -337,7 +359,11 @@ class ReplayClient:
         index = self._index()
         row = None
         for model in (self.config.model, None):
-            for field, value in (("item_id", request.item_id), ("source_id", request.source_id), ("import_key", request.import_key)):
+            for field, value in (
+                ("item_id", request.item_id),
+                ("source_id", request.source_id),
+                ("import_key", request.import_key),
+            ):
                 if value not in (None, "") and (model, field, str(value)) in index:
                     row = index[(model, field, str(value))]
                     break
@@ -348,9 +374,11 @@ class ReplayClient:
         reply = row["reply"]
         text = reply if isinstance(reply, str) else json.dumps(reply)
         return ProviderReply(
-            text=text, model_name=str(row.get("model") or self.config.model),
+            text=text,
+            model_name=str(row.get("model") or self.config.model),
             latency_ms=int(row.get("latency_ms") or (time.monotonic() - start) * 1000),
-            prompt_tokens=row.get("prompt_tokens"), completion_tokens=row.get("completion_tokens"),
+            prompt_tokens=row.get("prompt_tokens"),
+            completion_tokens=row.get("completion_tokens"),
         )
 
 

@@ -14,6 +14,7 @@ book slots hours away (longer than the broker's visibility timeout).
 Backends: Redis (a Lua script, atomic, using the Redis server clock) when ``REDIS_URL`` is set;
 otherwise a database row per provider, locked for the read-modify-write.
 """
+
 from __future__ import annotations
 
 import threading

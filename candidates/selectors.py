@@ -4,6 +4,7 @@ Blindness is enforced here (CONVENTIONS "Access"): what an annotator receives is
 normalized schema fields only; provider, model, ids, timing, think and raw replies are never
 loaded into an ``AnonymousCandidate``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -195,10 +196,18 @@ class JobProgress:
 
 def job_progress(*, job: CandidateJob) -> JobProgress:
     """done / failed / pending per provider (CandidateJob.provider_progress: one query)."""
-    return JobProgress(job=job, providers=[
-        ProviderProgress(provider_id=r["provider_id"], provider_name=r["provider__name"], total=r["total"],
-                         done=r["done"], failed=r["failed"], pending=r["pending"], running=r["running"])
-        for r in job.provider_progress()
-    ])
-
-
+    return JobProgress(
+        job=job,
+        providers=[
+            ProviderProgress(
+                provider_id=r["provider_id"],
+                provider_name=r["provider__name"],
+                total=r["total"],
+                done=r["done"],
+                failed=r["failed"],
+                pending=r["pending"],
+                running=r["running"],
+            )
+            for r in job.provider_progress()
+        ],
+    )

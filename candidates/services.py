@@ -1,4 +1,5 @@
 """Every write path of the candidates app: providers, jobs, task execution, stage moves."""
+
 from __future__ import annotations
 
 import logging
@@ -54,6 +55,7 @@ PENDING_STATES = (CandidateTask.Status.PENDING, CandidateTask.Status.RUNNING)
 
 # -- providers ---------------------------------------------------------------------------------
 
+
 def _replay_path_clean(value: str) -> str:
     # Replay files are read by the server: confine them to the var directory so a lead cannot
     # point a provider at arbitrary files on the host.
@@ -61,17 +63,33 @@ def _replay_path_clean(value: str) -> str:
     path = Path(value)
     path = (path if path.is_absolute() else root / path).resolve()
     if root != path and root not in path.parents:
-        raise Invalid("The replay file must be inside the var folder.", errors={"replay_path": f"must be inside {root}"})
+        raise Invalid(
+            "The replay file must be inside the var folder.", errors={"replay_path": f"must be inside {root}"}
+        )
     if not path.is_file():
         raise Invalid("No such replay file.", errors={"replay_path": f"no such file: {path}"})
     return str(path)
 
 
-def _provider_clean(*, project: Project, instance: Provider | None, name: str, kind: str, model: str, base_url: str,
-                    api_key_env: str, replay_path: str, requests_per_minute: int, timeout_seconds: float) -> dict:
+def _provider_clean(
+    *,
+    project: Project,
+    instance: Provider | None,
+    name: str,
+    kind: str,
+    model: str,
+    base_url: str,
+    api_key_env: str,
+    replay_path: str,
+    requests_per_minute: int,
+    timeout_seconds: float,
+) -> dict:
     errors: dict[str, str] = {}
     name, model, base_url, api_key_env, replay_path = (
-        (name or "").strip(), (model or "").strip(), (base_url or "").strip(), (api_key_env or "").strip(),
+        (name or "").strip(),
+        (model or "").strip(),
+        (base_url or "").strip(),
+        (api_key_env or "").strip(),
         (replay_path or "").strip(),
     )
     if not name:
@@ -125,34 +143,76 @@ def _provider_clean(*, project: Project, instance: Provider | None, name: str, k
     if errors:
         raise Invalid(" ".join(errors.values()), errors=errors)
     return {
-        "name": name, "kind": kind, "model": model, "base_url": base_url, "api_key_env": api_key_env,
-        "replay_path": replay_path, "requests_per_minute": requests_per_minute, "timeout_seconds": timeout_seconds,
+        "name": name,
+        "kind": kind,
+        "model": model,
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+        "replay_path": replay_path,
+        "requests_per_minute": requests_per_minute,
+        "timeout_seconds": timeout_seconds,
     }
 
 
-def provider_create(*, project: Project, name: str, kind: str, model: str, base_url: str = "", api_key_env: str = "",
-                    replay_path: str = "", requests_per_minute: int = 60, timeout_seconds: float = 60.0,
-                    enabled: bool = True) -> Provider:
+def provider_create(
+    *,
+    project: Project,
+    name: str,
+    kind: str,
+    model: str,
+    base_url: str = "",
+    api_key_env: str = "",
+    replay_path: str = "",
+    requests_per_minute: int = 60,
+    timeout_seconds: float = 60.0,
+    enabled: bool = True,
+) -> Provider:
     """Raises Invalid with {field: message} on bad input; never stores an API key."""
     clean = _provider_clean(
-        project=project, instance=None, name=name, kind=kind, model=model, base_url=base_url,
-        api_key_env=api_key_env, replay_path=replay_path, requests_per_minute=requests_per_minute,
+        project=project,
+        instance=None,
+        name=name,
+        kind=kind,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        replay_path=replay_path,
+        requests_per_minute=requests_per_minute,
         timeout_seconds=timeout_seconds,
     )
     try:
         with transaction.atomic():
             return Provider.objects.create(project=project, enabled=enabled, **clean)
     except IntegrityError:
-        raise Invalid("Another provider of this project has this name.",
-                      errors={"name": "Another provider of this project has this name."}) from None
+        raise Invalid(
+            "Another provider of this project has this name.",
+            errors={"name": "Another provider of this project has this name."},
+        ) from None
 
 
-def provider_update(*, provider: Provider, name: str, kind: str, model: str, base_url: str = "", api_key_env: str = "",
-                    replay_path: str = "", requests_per_minute: int = 60, timeout_seconds: float = 60.0,
-                    enabled: bool = True) -> Provider:
+def provider_update(
+    *,
+    provider: Provider,
+    name: str,
+    kind: str,
+    model: str,
+    base_url: str = "",
+    api_key_env: str = "",
+    replay_path: str = "",
+    requests_per_minute: int = 60,
+    timeout_seconds: float = 60.0,
+    enabled: bool = True,
+) -> Provider:
     clean = _provider_clean(
-        project=provider.project, instance=provider, name=name, kind=kind, model=model, base_url=base_url,
-        api_key_env=api_key_env, replay_path=replay_path, requests_per_minute=requests_per_minute,
+        project=provider.project,
+        instance=provider,
+        name=name,
+        kind=kind,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        replay_path=replay_path,
+        requests_per_minute=requests_per_minute,
         timeout_seconds=timeout_seconds,
     )
     for key, value in clean.items():
@@ -162,8 +222,10 @@ def provider_update(*, provider: Provider, name: str, kind: str, model: str, bas
         with transaction.atomic():
             provider.save()
     except IntegrityError:
-        raise Invalid("Another provider of this project has this name.",
-                      errors={"name": "Another provider of this project has this name."}) from None
+        raise Invalid(
+            "Another provider of this project has this name.",
+            errors={"name": "Another provider of this project has this name."},
+        ) from None
     return provider
 
 
@@ -174,6 +236,7 @@ def provider_set_enabled(*, provider: Provider, enabled: bool) -> Provider:
 
 
 # -- jobs --------------------------------------------------------------------------------------
+
 
 def parse_item_ids(text: str) -> list[int]:
     """Item ids typed by a lead: numbers separated by commas, spaces or new lines."""
@@ -205,7 +268,9 @@ def _items_for_job(*, project: Project, item_ids: list[int] | None) -> list[int]
     return ids
 
 
-def candidate_job_start(*, project: Project, user, item_ids: list[int] | None = None, enqueue: bool = True) -> CandidateJob:
+def candidate_job_start(
+    *, project: Project, user, item_ids: list[int] | None = None, enqueue: bool = True
+) -> CandidateJob:
     """One task per (item, enabled provider); the job's own Celery task publishes them.
 
     ``item_ids=None`` means every item in stage ``new``. Pairs that already have a successful
@@ -221,20 +286,26 @@ def candidate_job_start(*, project: Project, user, item_ids: list[int] | None = 
         )
     prompt = prompt_for_project(project)
     with transaction.atomic():
-        job = CandidateJob.objects.create(project=project, created_by=user, prompt_version=prompt.version,
-                                          progress_total=len(ids) * len(providers))
-        existing = set(
-            Candidate.objects.filter(item_id__in=ids, provider__in=providers, prompt_version=prompt.version, parse_error="")
-            .values_list("item_id", "provider_id")
+        job = CandidateJob.objects.create(
+            project=project, created_by=user, prompt_version=prompt.version, progress_total=len(ids) * len(providers)
         )
-        CandidateTask.objects.bulk_create([
-            CandidateTask(
-                job=job, item_id=item_id, provider=p,
-                status=CandidateTask.Status.DONE if (item_id, p.pk) in existing else CandidateTask.Status.PENDING,
-            )
-            for item_id in ids
-            for p in providers
-        ])
+        existing = set(
+            Candidate.objects.filter(
+                item_id__in=ids, provider__in=providers, prompt_version=prompt.version, parse_error=""
+            ).values_list("item_id", "provider_id")
+        )
+        CandidateTask.objects.bulk_create(
+            [
+                CandidateTask(
+                    job=job,
+                    item_id=item_id,
+                    provider=p,
+                    status=CandidateTask.Status.DONE if (item_id, p.pk) in existing else CandidateTask.Status.PENDING,
+                )
+                for item_id in ids
+                for p in providers
+            ]
+        )
         if enqueue:
             job_enqueue(job)
     candidate_job_finish_if_complete(job_id=job.pk)
@@ -250,9 +321,7 @@ def _job_heartbeat(job_id: int) -> None:
 def candidate_job_retry_failed(*, job: CandidateJob, enqueue: bool = True) -> int:
     """Put the job's failed tasks back in the queue; returns how many."""
     with transaction.atomic():
-        failed = list(
-            CandidateTask.objects.select_for_update().filter(job=job, status=CandidateTask.Status.FAILED)
-        )
+        failed = list(CandidateTask.objects.select_for_update().filter(job=job, status=CandidateTask.Status.FAILED))
         if not failed:
             return 0
         # A reply without a JSON object or without any usable field was stored for inspection;
@@ -260,14 +329,18 @@ def candidate_job_retry_failed(*, job: CandidateJob, enqueue: bool = True) -> in
         pairs = Q()
         for t in failed:
             pairs |= Q(item_id=t.item_id, provider_id=t.provider_id)
-        unusable = [c.pk for c in Candidate.objects.filter(pairs).only("id", "parse_error", "fields")
-                    if c.parse_error or not c.fields]
+        unusable = [
+            c.pk
+            for c in Candidate.objects.filter(pairs).only("id", "parse_error", "fields")
+            if c.parse_error or not c.fields
+        ]
         Candidate.objects.filter(pk__in=unusable).delete()
         CandidateTask.objects.filter(pk__in=[t.pk for t in failed]).update(
             status=CandidateTask.Status.PENDING, attempts=0, error="", lease_until=None, updated_at=timezone.now()
         )
-        CandidateJob.objects.filter(pk=job.pk).update(status=CandidateJob.Status.PENDING, finished_at=None,
-                                                      cancel_requested=False, error="")
+        CandidateJob.objects.filter(pk=job.pk).update(
+            status=CandidateJob.Status.PENDING, finished_at=None, cancel_requested=False, error=""
+        )
         if enqueue:
             job_enqueue(job)
     job.refresh_from_db()
@@ -292,7 +365,9 @@ def candidate_job_finish_if_complete(*, job_id: int) -> bool:
         return False
     cancelled = CandidateJob.objects.filter(pk=job_id, cancel_requested=True).exists()
     finished = CandidateJob.objects.filter(pk=job_id, status__in=ACTIVE).update(
-        status=JobStatus.CANCELLED if cancelled else JobStatus.DONE, finished_at=now, heartbeat_at=now,
+        status=JobStatus.CANCELLED if cancelled else JobStatus.DONE,
+        finished_at=now,
+        heartbeat_at=now,
     )
     if finished:
         Item.objects.filter(
@@ -308,8 +383,9 @@ def item_advance_if_complete(*, item: Item) -> bool:
         return False
     have = {
         provider_id
-        for provider_id, fields in Candidate.objects.filter(item=item, provider_id__in=enabled, parse_error="")
-        .values_list("provider_id", "fields")
+        for provider_id, fields in Candidate.objects.filter(
+            item=item, provider_id__in=enabled, parse_error=""
+        ).values_list("provider_id", "fields")
         if fields
     }
     if have != enabled:
@@ -327,6 +403,7 @@ def items_start_annotation(*, project: Project, item_ids: list[int] | None = Non
 
 
 # -- executing one task ------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -376,16 +453,33 @@ def _task_done(*, task: CandidateTask, error: str = "", failed: bool = False) ->
     candidate_job_finish_if_complete(job_id=task.job_id)
 
 
-def candidate_store(*, item: Item, provider: Provider, prompt_version: str, reply_text: str, model_name: str,
-                    latency_ms: int | None, prompt_tokens: int | None, completion_tokens: int | None) -> Candidate:
+def candidate_store(
+    *,
+    item: Item,
+    provider: Provider,
+    prompt_version: str,
+    reply_text: str,
+    model_name: str,
+    latency_ms: int | None,
+    prompt_tokens: int | None,
+    completion_tokens: int | None,
+) -> Candidate:
     """Parse, normalize and store one reply; a second store of the same triple returns the first."""
     parsed = parse_reply(reply_text, schema=item.project.get_schema(), item_text=item.text)
     try:
         with transaction.atomic():
             return Candidate.objects.create(
-                item=item, provider=provider, prompt_version=prompt_version, model_name=model_name[:200],
-                raw_reply=reply_text, think=parsed.think, fields=parsed.fields, removed=parsed.removed,
-                parse_error=parsed.error, latency_ms=latency_ms, prompt_tokens=prompt_tokens,
+                item=item,
+                provider=provider,
+                prompt_version=prompt_version,
+                model_name=model_name[:200],
+                raw_reply=reply_text,
+                think=parsed.think,
+                fields=parsed.fields,
+                removed=parsed.removed,
+                parse_error=parsed.error,
+                latency_ms=latency_ms,
+                prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
             )
     except IntegrityError:
@@ -403,15 +497,14 @@ def candidate_task_execute(*, task_id: int, slot_at: float | None = None) -> Out
     ``slot_at``: a slot this task reserved on an earlier run (it was re-scheduled to it).
     """
     S = CandidateTask.Status
-    task = (
-        CandidateTask.objects.select_related("item__project", "provider", "job").filter(pk=task_id).first()
-    )
+    task = CandidateTask.objects.select_related("item__project", "provider", "job").filter(pk=task_id).first()
     if task is None or task.status in (S.DONE, S.FAILED):
         return Outcome("skipped")
     provider, item = task.provider, task.item
     if task.job.cancel_requested or task.job.status == JobStatus.CANCELLED:
         CandidateTask.objects.filter(pk=task.pk, status__in=PENDING_STATES).update(
-            status=S.CANCELLED, lease_until=None, updated_at=timezone.now())
+            status=S.CANCELLED, lease_until=None, updated_at=timezone.now()
+        )
         candidate_job_finish_if_complete(job_id=task.job_id)
         return Outcome("skipped")
     _job_heartbeat(task.job_id)
@@ -429,7 +522,9 @@ def candidate_task_execute(*, task_id: int, slot_at: float | None = None) -> Out
         if slot_at is not None and time.time() - slot_at > max(LATE_SLOT_TOLERANCE, interval):
             # Started too late (busy workers): sending now would bunch requests beyond the
             # provider's rate. Give the slot up and queue for a new one.
-            log.info("candidate task %s started %.2f s after its slot; taking a new one", task_id, time.time() - slot_at)
+            log.info(
+                "candidate task %s started %.2f s after its slot; taking a new one", task_id, time.time() - slot_at
+            )
             slot_at = None
         if slot_at is None:
             grant = rate_limit_reserve(provider=provider, horizon=DEFAULT_HORIZON)
@@ -448,9 +543,11 @@ def candidate_task_execute(*, task_id: int, slot_at: float | None = None) -> Out
 
     now = timezone.now()
     lease = timedelta(seconds=provider.timeout_seconds) + LEASE_MARGIN
-    claimed = CandidateTask.objects.filter(pk=task.pk, status__in=PENDING_STATES).filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now)
-    ).update(status=S.RUNNING, lease_until=now + lease, attempts=F("attempts") + 1, updated_at=now)
+    claimed = (
+        CandidateTask.objects.filter(pk=task.pk, status__in=PENDING_STATES)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .update(status=S.RUNNING, lease_until=now + lease, attempts=F("attempts") + 1, updated_at=now)
+    )
     if not claimed:
         current = CandidateTask.objects.filter(pk=task.pk).values("status", "lease_until").first()
         if current is None or current["status"] in (S.DONE, S.FAILED):
@@ -465,8 +562,13 @@ def candidate_task_execute(*, task_id: int, slot_at: float | None = None) -> Out
         except (OSError, ValueError) as exc:
             raise PermanentProviderError(f"image file unreadable: {exc.__class__.__name__}") from exc
         request = CandidateRequest(
-            system=prompt.system, user=prompt.user_text(item_text=item.text, title=item.title), image=image,
-            image_mime=_image_mime(item), item_id=item.pk, source_id=item.source_id, import_key=item.import_key,
+            system=prompt.system,
+            user=prompt.user_text(item_text=item.text, title=item.title),
+            image=image,
+            image_mime=_image_mime(item),
+            item_id=item.pk,
+            source_id=item.source_id,
+            import_key=item.import_key,
         )
         reply = client_for(ProviderConfig.from_provider(provider)).generate(request)
     except TransientProviderError as exc:
@@ -483,8 +585,13 @@ def candidate_task_execute(*, task_id: int, slot_at: float | None = None) -> Out
         return Outcome("retry", error="time limit")
 
     cand = candidate_store(
-        item=item, provider=provider, prompt_version=prompt.version, reply_text=reply.text,
-        model_name=reply.model_name, latency_ms=reply.latency_ms, prompt_tokens=reply.prompt_tokens,
+        item=item,
+        provider=provider,
+        prompt_version=prompt.version,
+        reply_text=reply.text,
+        model_name=reply.model_name,
+        latency_ms=reply.latency_ms,
+        prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
     )
     if cand.parse_error:
@@ -500,7 +607,9 @@ def candidate_task_execute(*, task_id: int, slot_at: float | None = None) -> Out
 
 def candidate_job_run_inline(*, job: CandidateJob) -> None:
     """Run a job's pending tasks in this process (demo loading, management use), no broker."""
-    for task_id in CandidateTask.objects.filter(job=job, status=CandidateTask.Status.PENDING).values_list("id", flat=True):
+    for task_id in CandidateTask.objects.filter(job=job, status=CandidateTask.Status.PENDING).values_list(
+        "id", flat=True
+    ):
         slot_at = None
         for _ in range(100):
             outcome = candidate_task_execute(task_id=task_id, slot_at=slot_at)

@@ -3,6 +3,7 @@
 The options below are asserted in tests (candidates/tests/test_tasks.py) on the task object,
 so a typo cannot silently drop them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -85,7 +86,10 @@ def candidate_task_run(self, task_id: int, slot_at: float | None = None) -> str:
                 # Waiting for a rate-limit slot is not a failure: re-schedule without spending a
                 # retry, and free this worker for other providers' tasks meanwhile.
                 self.apply_async(
-                    args=(task_id,), kwargs={"slot_at": outcome.slot_at}, countdown=outcome.wait, retries=retries,
+                    args=(task_id,),
+                    kwargs={"slot_at": outcome.slot_at},
+                    countdown=outcome.wait,
+                    retries=retries,
                 )
                 return "rescheduled"
             time.sleep(outcome.wait)  # eager (tests, inline runs): no queue to go back to
@@ -107,8 +111,15 @@ def candidate_task_run(self, task_id: int, slot_at: float | None = None) -> str:
 PUBLISH_CHUNK = 2000
 
 
-@shared_task(name="candidates.run_job", acks_late=True, reject_on_worker_lost=True, max_retries=0,
-             soft_time_limit=570, time_limit=600, ignore_result=True)
+@shared_task(
+    name="candidates.run_job",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=0,
+    soft_time_limit=570,
+    time_limit=600,
+    ignore_result=True,
+)
 def candidate_job_task(job_id: int) -> str:
     """The candidate job's own task (core.jobs): publish its unfinished tasks; also what the
     sweeper re-sends when the job's tasks went silent (see CandidateJob)."""
@@ -122,12 +133,16 @@ def _publish_job(job: CandidateJob, progress: Progress) -> None:
     lease, unique constraint) and only cost rate-limit slots."""
     now = timezone.now()
     CandidateTask.objects.filter(job=job, status=CandidateTask.Status.RUNNING, lease_until__lt=now).update(
-        status=CandidateTask.Status.PENDING, lease_until=None, updated_at=now)
-    ids = list(CandidateTask.objects.filter(job=job, status=CandidateTask.Status.PENDING)
-               .order_by("id").values_list("id", flat=True))
+        status=CandidateTask.Status.PENDING, lease_until=None, updated_at=now
+    )
+    ids = list(
+        CandidateTask.objects.filter(job=job, status=CandidateTask.Status.PENDING)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
     progress(phase="publishing tasks", force=True)
     for start in range(0, len(ids), PUBLISH_CHUNK):
-        candidate_tasks_publish_ids(task_ids=ids[start:start + PUBLISH_CHUNK])
+        candidate_tasks_publish_ids(task_ids=ids[start : start + PUBLISH_CHUNK])
         progress(phase="publishing tasks")
     progress(phase="calling providers", force=True)
     candidate_job_finish_if_complete(job_id=job.pk)
@@ -166,12 +181,12 @@ def candidate_tasks_publish(*, tasks: list[CandidateTask], providers: list[Provi
             for i, t in enumerate(group):
                 if i < len(batch.waits):
                     candidate_task_run.apply_async(
-                        args=(t.pk,), kwargs={"slot_at": now + batch.waits[i]},
-                        countdown=max(0.0, batch.waits[i] - SLOT_LEAD), producer=producer,
+                        args=(t.pk,),
+                        kwargs={"slot_at": now + batch.waits[i]},
+                        countdown=max(0.0, batch.waits[i] - SLOT_LEAD),
+                        producer=producer,
                     )
                 else:
                     turn = batch.backlog + (i - len(batch.waits)) * interval
                     countdown = max(0.0, turn - DEFAULT_HORIZON / 2) + random.uniform(0, DEFAULT_HORIZON / 8)
                     candidate_task_run.apply_async(args=(t.pk,), countdown=countdown, producer=producer)
-
-

@@ -1,4 +1,5 @@
 """Included once from concord/urls.py: the lead pages and, under api/, the REST endpoints."""
+
 from django.urls import include, path
 
 from candidates import apis, views
@@ -14,8 +15,11 @@ urlpatterns = [
     path("p/<slug:slug>/candidates/skip/", views.skip_candidates, name="candidate_skip"),
     path("p/<slug:slug>/candidates/providers/", views.providers_page, name="candidate_providers"),
     path("p/<slug:slug>/candidates/providers/<int:provider_id>/", views.provider_edit, name="candidate_provider_edit"),
-    path("p/<slug:slug>/candidates/providers/<int:provider_id>/toggle/", views.provider_toggle,
-         name="candidate_provider_toggle"),
+    path(
+        "p/<slug:slug>/candidates/providers/<int:provider_id>/toggle/",
+        views.provider_toggle,
+        name="candidate_provider_toggle",
+    ),
     path("p/<slug:slug>/candidates/jobs/<int:job_id>/", views.job_page, name="candidate_job"),
     path("p/<slug:slug>/candidates/jobs/<int:job_id>/retry/", views.job_retry, name="candidate_job_retry"),
     path("p/<slug:slug>/candidates/items/<int:item_id>/", views.item_candidates_page, name="candidate_item"),

@@ -1,4 +1,5 @@
 """Lead pages (providers, jobs, progress) and the annotator's anonymized candidate fragment."""
+
 from __future__ import annotations
 
 import os
@@ -49,9 +50,16 @@ def providers_page(request, slug):
             provider = provider_create(project=project, **form.cleaned_data)
             messages.success(request, f"Provider {provider.name} added.")
             return redirect("candidate_providers", slug=project.slug)
-    return render(request, "candidates/providers.html", {
-        "project": project, "rows": _provider_rows(project), "form": form, "limiter": backend_name(),
-    })
+    return render(
+        request,
+        "candidates/providers.html",
+        {
+            "project": project,
+            "rows": _provider_rows(project),
+            "form": form,
+            "limiter": backend_name(),
+        },
+    )
 
 
 @login_required
@@ -94,13 +102,19 @@ def jobs_page(request, slug):
             job = candidate_job_start(project=project, user=request.user, item_ids=_selected_ids(form))
             messages.success(request, f"Candidate job {job.pk} started.")
             return redirect("candidate_job", slug=project.slug, job_id=job.pk)
-    return render(request, "candidates/jobs.html", {
-        "project": project, "form": form, "skip_form": ItemSelectionForm(),
-        "jobs": jobs_for_project(project=project)[:50],
-        "new_items": Item.objects.filter(project=project, stage=Stage.NEW).count(),
-        "enabled_providers": [p for p in providers_for_project(project=project) if p.enabled],
-        "prompt_version": prompt_for_project(project).version,
-    })
+    return render(
+        request,
+        "candidates/jobs.html",
+        {
+            "project": project,
+            "form": form,
+            "skip_form": ItemSelectionForm(),
+            "jobs": jobs_for_project(project=project)[:50],
+            "new_items": Item.objects.filter(project=project, stage=Stage.NEW).count(),
+            "enabled_providers": [p for p in providers_for_project(project=project) if p.enabled],
+            "prompt_version": prompt_for_project(project).version,
+        },
+    )
 
 
 @login_required
@@ -138,8 +152,12 @@ def item_candidates_page(request, slug, item_id):
     """Every stored candidate of an item with its model: leads and researchers only."""
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD, Role.RESEARCHER])
     item = item_get_for_user(user=request.user, project=project, item_id=item_id)
-    return render(request, "candidates/item_candidates.html", {
-        "project": project, "item": item, "candidates": candidate_history_with_identity(item=item),
-    })
-
-
+    return render(
+        request,
+        "candidates/item_candidates.html",
+        {
+            "project": project,
+            "item": item,
+            "candidates": candidate_history_with_identity(item=item),
+        },
+    )

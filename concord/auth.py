@@ -5,6 +5,7 @@ environment) every further login for that account, or from that address, is refu
 and a message until the cool-off has passed; an administrator can lift it earlier
 (``manage.py axes_reset_username <name>`` / ``axes_reset_ip <address>``, or the admin).
 """
+
 from __future__ import annotations
 
 from axes.backends import AxesStandaloneBackend
@@ -29,6 +30,12 @@ class LoginRateLimitBackend(AxesStandaloneBackend):
 def lockout_response(request, original_response=None, credentials=None):
     """AXES_LOCKOUT_CALLABLE: the page a locked-out login gets (429)."""
     minutes = max(1, int(settings.AXES_COOLOFF_TIME.total_seconds() // 60))
-    return render(request, "registration/lockout.html", {
-        "minutes": minutes, "failure_limit": settings.AXES_FAILURE_LIMIT,
-    }, status=429)
+    return render(
+        request,
+        "registration/lockout.html",
+        {
+            "minutes": minutes,
+            "failure_limit": settings.AXES_FAILURE_LIMIT,
+        },
+        status=429,
+    )

@@ -3,6 +3,7 @@
 Each helper raises ImproperlyConfigured naming the variable and the bad value, so a typo in
 a deployment fails at start-up instead of silently falling back to a default.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,9 +62,7 @@ def secret_key_from_file(path: Path) -> str:
     if path.exists():
         mode = stat.S_IMODE(path.stat().st_mode)
         if mode & 0o077:
-            raise ImproperlyConfigured(
-                f"{path} is readable by other users (mode {oct(mode)}); run chmod 600 on it"
-            )
+            raise ImproperlyConfigured(f"{path} is readable by other users (mode {oct(mode)}); run chmod 600 on it")
         key = path.read_text().strip()
         if len(key) < 50:
             raise ImproperlyConfigured(f"{path} holds a secret key shorter than 50 characters")

@@ -7,6 +7,7 @@ them too); statuses specific to one operation (409 stale or busy, 413 upload too
 stay in that view's ``extend_schema``. tests/security/test_schemathesis.py fails on any
 status an endpoint returns that its operation does not list.
 """
+
 from __future__ import annotations
 
 ERROR_SCHEMA = {
@@ -24,7 +25,7 @@ ERROR_SCHEMA = {
 AUTH = {
     "401": "No or invalid credentials (send `Authorization: Token <key>`).",
     "403": "Authenticated, but the caller's role in this project does not allow this "
-           "(or a session request without its CSRF token).",
+    "(or a session request without its CSRF token).",
 }
 NOT_FOUND = "No such project for the caller (non-members get 404, never 403), or no such object in it."
 BAD_REQUEST = "Malformed request: invalid parameters or body (per-field messages in `errors`)."

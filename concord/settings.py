@@ -3,6 +3,7 @@
 Embedded default: SQLite in var/, Celery over kombu's filesystem transport (no server needed).
 DATABASE_URL / REDIS_URL switch to PostgreSQL and Redis.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -226,7 +227,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Every operation lists the refusals it can answer (tests/security/test_schemathesis.py).
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "concord.openapi.document_error_responses"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "concord.openapi.document_error_responses",
+    ],
 }
 
 SESSION_COOKIE_HTTPONLY = True

@@ -1,6 +1,7 @@
 """DRF side of the core: the exception handler and the one REST representation of a job and
 of an error. (Parsers and pagination are in core.parsers / core.pagination: DRF's settings
 import them while rest_framework.views is being defined, so they must not import it.)"""
+
 from __future__ import annotations
 
 from typing import Any

@@ -5,6 +5,7 @@ it maps to, a ``message`` fit to show to the person who asked, and per-field ``e
 ({field: message}). ``core.apis.exception_handler`` (DRF) and ``core.views.service_errors``
 (HTML/htmx views) turn it into a response, so no endpoint needs its own try/except.
 """
+
 from __future__ import annotations
 
 from typing import ClassVar

@@ -15,6 +15,7 @@ killed mid-job stops renewing it, and within ``CONCORD_JOB_LEASE_SECONDS`` (+ on
 interval) the sweeper re-sends the job's task, whose claim takes the job over. The claim is
 a conditional UPDATE, so of two deliveries only one runs the job.
 """
+
 from __future__ import annotations
 
 import logging
@@ -57,6 +58,7 @@ def task_send(task_name: str, *args, countdown: float | None = None, **kwargs) -
     By name, through the app's registry, so that services never import their tasks module
     (tasks import services; apps' ready() load the tasks). Eager mode (tests) runs it inline.
     """
+
     def send() -> None:
         current_app.tasks[task_name].apply_async(args=args, kwargs=kwargs or None, countdown=countdown)
 
@@ -75,13 +77,18 @@ def job_claim(model: type[J], job_id: int) -> J | None:
     """
     now = timezone.now()
     fresh = model.objects.filter(pk=job_id, status=JobStatus.PENDING, cancel_requested=False).update(
-        status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1,
+        status=JobStatus.RUNNING,
+        started_at=now,
+        heartbeat_at=now,
+        attempts=F("attempts") + 1,
     )
     if not fresh:
         stale = now - job_lease()
-        fresh = model.objects.filter(pk=job_id, status=JobStatus.RUNNING).filter(
-            Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale)
-        ).update(heartbeat_at=now, taken_over_at=now, attempts=F("attempts") + 1)
+        fresh = (
+            model.objects.filter(pk=job_id, status=JobStatus.RUNNING)
+            .filter(Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
+            .update(heartbeat_at=now, taken_over_at=now, attempts=F("attempts") + 1)
+        )
         if fresh:
             log.warning("%s %s: heartbeat older than %s, taken over", model.kind, job_id, job_lease())
     if not fresh:
@@ -106,8 +113,15 @@ class Progress:
         self._last = 0.0
         self.fields: dict = {}
 
-    def __call__(self, done: int | None = None, total: int | None = None, *, phase: str | None = None,
-                 force: bool = False, **fields) -> None:
+    def __call__(
+        self,
+        done: int | None = None,
+        total: int | None = None,
+        *,
+        phase: str | None = None,
+        force: bool = False,
+        **fields,
+    ) -> None:
         """``fields``: other columns of the job row checkpointed in the same UPDATE (counters
         a resumed job continues from)."""
         self.fields.update(fields)
@@ -123,7 +137,10 @@ class Progress:
             return
         self._last = now
         updated = self.model.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING).update(
-            phase=self.phase, progress_done=self.done, progress_total=self.total, heartbeat_at=timezone.now(),
+            phase=self.phase,
+            progress_done=self.done,
+            progress_total=self.total,
+            heartbeat_at=timezone.now(),
             **self.fields,
         )
         if updated and self.model.objects.filter(pk=self.job.pk, cancel_requested=True).exists():
@@ -138,16 +155,26 @@ class Progress:
 
 def job_finish(job: Job, **fields) -> bool:
     """RUNNING -> DONE with ``fields`` in the same UPDATE (atomic publication of a result)."""
-    updated = type(job).objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
-        status=JobStatus.DONE, finished_at=timezone.now(), heartbeat_at=timezone.now(),
-        progress_done=F("progress_total"), error="", **fields,
+    updated = (
+        type(job)
+        .objects.filter(pk=job.pk, status=JobStatus.RUNNING)
+        .update(
+            status=JobStatus.DONE,
+            finished_at=timezone.now(),
+            heartbeat_at=timezone.now(),
+            progress_done=F("progress_total"),
+            error="",
+            **fields,
+        )
     )
     return bool(updated)
 
 
 def job_fail(job: Job, message: str) -> None:
     type(job).objects.filter(pk=job.pk, status__in=ACTIVE).update(
-        status=JobStatus.FAILED, error=message[:MAX_ERROR], finished_at=timezone.now(),
+        status=JobStatus.FAILED,
+        error=message[:MAX_ERROR],
+        finished_at=timezone.now(),
     )
 
 
@@ -157,21 +184,26 @@ def job_cancel(job: Job) -> Job:
     model = type(job)
     now = timezone.now()
     model.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(
-        status=JobStatus.CANCELLED, finished_at=now, cancel_requested=True, error="cancelled before it started")
+        status=JobStatus.CANCELLED, finished_at=now, cancel_requested=True, error="cancelled before it started"
+    )
     job.refresh_from_db()
     if job.status == JobStatus.RUNNING:
         if job.stalled:
             model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
-                status=JobStatus.CANCELLED, finished_at=now, cancel_requested=True,
-                error="cancelled while stalled (its worker was lost)")
+                status=JobStatus.CANCELLED,
+                finished_at=now,
+                cancel_requested=True,
+                error="cancelled while stalled (its worker was lost)",
+            )
         else:
             model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(cancel_requested=True)
         job.refresh_from_db()
     return job
 
 
-def job_run(model: type[J], job_id: int, work: Callable[[J, Progress], None],
-            cleanup: Callable[[J], None] | None = None) -> J | None:
+def job_run(
+    model: type[J], job_id: int, work: Callable[[J, Progress], None], cleanup: Callable[[J], None] | None = None
+) -> J | None:
     """Claim the job and run ``work(job, progress)``; every way out ends the job.
 
     ``work`` finishes the job itself (``job_finish``, with its result) when it succeeds. Any
@@ -187,7 +219,8 @@ def job_run(model: type[J], job_id: int, work: Callable[[J, Progress], None],
         work(job, progress)
     except JobCancelled as exc:
         model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.CANCELLED, finished_at=timezone.now(), error=str(exc)[:MAX_ERROR])
+            status=JobStatus.CANCELLED, finished_at=timezone.now(), error=str(exc)[:MAX_ERROR]
+        )
     except JobFailed as exc:
         job_fail(job, str(exc))
     except BaseException as exc:
@@ -215,7 +248,8 @@ def jobs_sweep(*, now=None) -> dict[str, int]:
     counts: dict[str, int] = {}
     for model in job_models():
         lost = model.objects.filter(
-            Q(status=JobStatus.RUNNING) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
+            Q(status=JobStatus.RUNNING)
+            & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
             | Q(status=JobStatus.PENDING, created_at__lt=stale, cancel_requested=False)
         ).values_list("pk", flat=True)
         ids = list(lost[:1000])

@@ -7,6 +7,7 @@ reports progress (at least every few seconds). A RUNNING job whose heartbeat is 
 lease (settings.CONCORD_JOB_LEASE_SECONDS) has lost its worker; the next delivery of its task,
 or the periodic sweeper (core.jobs.jobs_sweep), takes it over.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -50,16 +51,19 @@ class Job(models.Model):
     progress_done = models.PositiveBigIntegerField(default=0)
     progress_total = models.PositiveBigIntegerField(default=0)
     error = models.TextField(blank=True, help_text="Why the job failed (the row or step is named).")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True,
-                                        help_text="Renewed while a worker runs the job; stale = worker lost.")
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Renewed while a worker runs the job; stale = worker lost."
+    )
     attempts = models.PositiveIntegerField(default=0, help_text="How many times a worker started the job.")
-    taken_over_at = models.DateTimeField(null=True, blank=True,
-                                         help_text="When a worker last took the job over from a lost one.")
+    taken_over_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a worker last took the job over from a lost one."
+    )
     cancel_requested = models.BooleanField(default=False)
 
     class Meta:

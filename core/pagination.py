@@ -6,6 +6,7 @@ integer of the LIMIT clause (500 on SQLite and PostgreSQL; found by schemathesis
 tests/security/test_schemathesis.py). Here both are whole numbers within documented bounds,
 and anything else is a 400 naming the parameter.
 """
+
 from __future__ import annotations
 
 import re

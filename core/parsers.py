@@ -1,4 +1,5 @@
 """Bounded request parsing: deep nesting answers 400, never 500 (a RecursionError)."""
+
 from __future__ import annotations
 
 import json
@@ -39,5 +40,3 @@ class BoundedJSONParser(JSONParser):
         if not depth_within(data, MAX_JSON_DEPTH):
             raise exceptions.ParseError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels.")
         return data
-
-

@@ -1,4 +1,5 @@
 """The periodic sweeper of the job mechanism (Celery beat, every CONCORD_JOB_SWEEP_SECONDS)."""
+
 from __future__ import annotations
 
 from celery import shared_task

@@ -1,4 +1,5 @@
 """HTML side of the core error model: one decorator for views and one helper for forms."""
+
 from __future__ import annotations
 
 import json
@@ -34,6 +35,7 @@ def service_errors(view=None, *, back=None):
 
     ``back(request, *args, **kwargs) -> url``: where a plain form post returns with the message
     (default: the page it came from)."""
+
     def decorate(view):
         @wraps(view)
         def wrapper(request, *args, **kwargs):

@@ -1,6 +1,7 @@
 """REST API for researchers and leads: releases, files (ETag + Range), records by split, diffs,
 export jobs. Researchers and leads read releases; only leads start builds; a project the caller
 is not a member of answers 404 (projects.access)."""
+
 from __future__ import annotations
 
 from django.http import StreamingHttpResponse
@@ -106,8 +107,13 @@ def _file_response(request, release: Release, name: str):
     f = release_file_get(release=release, name=name)
     ext = name.rsplit(".", 1)[-1]
     filename = f"{release.project.slug}-v{release.number}-{name.replace('/', '-')}"
-    return ranged_file_response(request, f.path, sha256=f.sha256, filename=filename,
-                                content_type=CONTENT_TYPES.get(ext, "application/octet-stream"))
+    return ranged_file_response(
+        request,
+        f.path,
+        sha256=f.sha256,
+        filename=filename,
+        content_type=CONTENT_TYPES.get(ext, "application/octet-stream"),
+    )
 
 
 FILE_RESPONSES = {
@@ -137,8 +143,9 @@ class ReleaseManifestApi(APIView):
 
 
 class RecordsQueryInput(serializers.Serializer):
-    split = serializers.ChoiceField(choices=SPLITS, required=False,
-                                    help_text="Only this split's records (default: all records).")
+    split = serializers.ChoiceField(
+        choices=SPLITS, required=False, help_text="Only this split's records (default: all records)."
+    )
 
 
 class ReleaseRecordsApi(APIView):

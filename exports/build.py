@@ -7,6 +7,7 @@ split plan's few numpy arrays per item. Deterministic: records in item order, ca
 fixed Parquet settings, and the only date in the files is ``data_as_of``, the time of the
 newest released gold decision.
 """
+
 from __future__ import annotations
 
 import json
@@ -110,8 +111,10 @@ def _record(*, gold, item, split: str, group: int, fields: list[dict], pseudonym
         "split": split,
         "near_duplicate_group": group,
         "image": image,
-        "gold": {f["name"]: REGISTRY[f["type"]].export(f, values.get(f["name"], REGISTRY[f["type"]].absent(f)))
-                 for f in fields},
+        "gold": {
+            f["name"]: REGISTRY[f["type"]].export(f, values.get(f["name"], REGISTRY[f["type"]].absent(f)))
+            for f in fields
+        },
         "provenance": _pseudonymize_provenance(gold.provenance, pseudonyms),
         "gold_revision": gold.revision,
         "schema_version": gold.schema_version,
@@ -132,15 +135,24 @@ def _write_records(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms:
         categories = list(category_field["choices"]) if category_field else []
         if category_field is None or not category_field.get("required"):
             categories.append(UNSPECIFIED_CATEGORY)
-        coco = CocoWriter(dest / "coco.json", categories=categories, info={
-            "description": f"{project.name}: boxes of field {boxes_field['name']!r}"
-                           + (f", categories from {category_field['name']!r}" if category_field else ""),
-            "box_field": boxes_field["name"],
-            "category_field": category_field["name"] if category_field else None,
-            "bbox": "pixels [x, y, width, height]; bbox_normalized_1000 = [x1, y1, x2, y2] in [0, 1000]",
-        })
-    counts = {"by_split": Counter(), "gold": {f["name"]: Counter() for f in fields if "counted" in REGISTRY[f["type"]].roles},
-              "images_included": 0, "images_referenced": 0, "boxes": 0}
+        coco = CocoWriter(
+            dest / "coco.json",
+            categories=categories,
+            info={
+                "description": f"{project.name}: boxes of field {boxes_field['name']!r}"
+                + (f", categories from {category_field['name']!r}" if category_field else ""),
+                "box_field": boxes_field["name"],
+                "category_field": category_field["name"] if category_field else None,
+                "bbox": "pixels [x, y, width, height]; bbox_normalized_1000 = [x1, y1, x2, y2] in [0, 1000]",
+            },
+        )
+    counts = {
+        "by_split": Counter(),
+        "gold": {f["name"]: Counter() for f in fields if "counted" in REGISTRY[f["type"]].roles},
+        "images_included": 0,
+        "images_referenced": 0,
+        "boxes": 0,
+    }
     data_as_of = None
     done = 0
     qs = released_gold_queryset(project=project).select_related("item").order_by("item_id")
@@ -155,22 +167,45 @@ def _write_records(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms:
             if included:
                 src = image_path(item.image)
                 link_or_copy(src, dest / image["file"])
-                images_index.write({"file": image["file"], "sha256": item.image_sha256,
-                                    "bytes": src.stat().st_size, "item_id": item.pk})
+                images_index.write(
+                    {
+                        "file": image["file"],
+                        "sha256": item.image_sha256,
+                        "bytes": src.stat().st_size,
+                        "item_id": item.pk,
+                    }
+                )
                 counts["images_included"] += 1
             else:
                 counts["images_referenced"] += 1
-            record = _record(gold=gold, item=item, split=split, group=plan.group_of_item(item.pk), fields=fields,
-                             pseudonyms=pseudonyms, image=image)
+            record = _record(
+                gold=gold,
+                item=item,
+                split=split,
+                group=plan.group_of_item(item.pk),
+                fields=fields,
+                pseudonyms=pseudonyms,
+                image=image,
+            )
             jsonl.write(record)
             parquet.write(record)
             if coco is not None:
                 boxes = record["gold"].get(boxes_field["name"]) or []
                 category = record["gold"].get(category_field["name"]) if category_field else None
-                coco.add(image={"id": item.pk, "file_name": image["file"] or f"sha256:{item.image_sha256}",
-                                "width": item.width, "height": item.height, "sha256": item.image_sha256,
-                                "source_id": item.source_id, "split": split, "included": included},
-                         boxes=boxes, category=category)
+                coco.add(
+                    image={
+                        "id": item.pk,
+                        "file_name": image["file"] or f"sha256:{item.image_sha256}",
+                        "width": item.width,
+                        "height": item.height,
+                        "sha256": item.image_sha256,
+                        "source_id": item.source_id,
+                        "split": split,
+                        "included": included,
+                    },
+                    boxes=boxes,
+                    category=category,
+                )
                 counts["boxes"] += len(boxes)
             counts["by_split"][split] += 1
             for name, counter in counts["gold"].items():
@@ -197,11 +232,13 @@ def _released_rank(plan: SplitPlan) -> Callable[[int], int]:
 
     def rank(item_id: int) -> int:
         return int(np.searchsorted(ids, item_id))
+
     return rank
 
 
-def _write_annotations(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, tick: _Ticker,
-                       offset: int) -> tuple[FileDigest, int, int]:
+def _write_annotations(
+    *, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, tick: _Ticker, offset: int
+) -> tuple[FileDigest, int, int]:
     """annotations.jsonl: every submitted annotation and audit of a released item, pseudonymous."""
     out = JsonlWriter(dest / "annotations.jsonl")
     rank = _released_rank(plan)
@@ -218,7 +255,9 @@ def _write_annotations(*, project: Project, plan: SplitPlan, dest: Path, pseudon
         for rec in sorted(buffer, key=lambda r: (r["kind"], r["annotator"])):
             out.write(rec)
 
-    for item_id, annotator_id, kind, values, provenance, schema_version, time_spent_ms in rows.iterator(chunk_size=CHUNK):
+    for item_id, annotator_id, kind, values, provenance, schema_version, time_spent_ms in rows.iterator(
+        chunk_size=CHUNK
+    ):
         if item_id != current:
             flush()
             buffer, current = [], item_id
@@ -227,15 +266,24 @@ def _write_annotations(*, project: Project, plan: SplitPlan, dest: Path, pseudon
             continue
         who = pseudonyms[(kind, annotator_id)]
         people.add(who)
-        buffer.append({"item_id": item_id, "annotator": who, "kind": kind, "values": values or {},
-                       "provenance": provenance or {}, "schema_version": schema_version,
-                       "time_spent_ms": time_spent_ms})
+        buffer.append(
+            {
+                "item_id": item_id,
+                "annotator": who,
+                "kind": kind,
+                "values": values or {},
+                "provenance": provenance or {},
+                "schema_version": schema_version,
+                "time_spent_ms": time_spent_ms,
+            }
+        )
     flush()
     return out.close(), out.count, len(people)
 
 
-def _write_candidates(*, project: Project, plan: SplitPlan, dest: Path, tick: _Ticker,
-                      offset: int) -> tuple[FileDigest, int, dict]:
+def _write_candidates(
+    *, project: Project, plan: SplitPlan, dest: Path, tick: _Ticker, offset: int
+) -> tuple[FileDigest, int, dict]:
     """candidates.jsonl: the latest successful candidate per provider, with its model name."""
     out = JsonlWriter(dest / "candidates.jsonl")
     rank = _released_rank(plan)
@@ -246,13 +294,22 @@ def _write_candidates(*, project: Project, plan: SplitPlan, dest: Path, tick: _T
             continue
         for c in cands:
             models[(c["provider__name"], c["model_name"])] += 1
-            out.write({
-                "item_id": item_id, "candidate_id": c["id"], "provider": c["provider__name"],
-                "provider_kind": c["provider__kind"], "model_name": c["model_name"],
-                "prompt_version": c["prompt_version"], "fields": c["fields"] or {}, "removed": c["removed"] or [],
-                "think": c["think"], "latency_ms": c["latency_ms"], "prompt_tokens": c["prompt_tokens"],
-                "completion_tokens": c["completion_tokens"],
-            })
+            out.write(
+                {
+                    "item_id": item_id,
+                    "candidate_id": c["id"],
+                    "provider": c["provider__name"],
+                    "provider_kind": c["provider__kind"],
+                    "model_name": c["model_name"],
+                    "prompt_version": c["prompt_version"],
+                    "fields": c["fields"] or {},
+                    "removed": c["removed"] or [],
+                    "think": c["think"],
+                    "latency_ms": c["latency_ms"],
+                    "prompt_tokens": c["prompt_tokens"],
+                    "completion_tokens": c["completion_tokens"],
+                }
+            )
     summary = {f"{p} ({m})": n for (p, m), n in sorted(models.items())}
     return out.close(), out.count, summary
 
@@ -268,10 +325,12 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     digests: dict[str, FileDigest] = dict(rec.pop("digests"))
     tick("annotations", n, force=True)
     digests["annotations.jsonl"], n_annotations, n_people = _write_annotations(
-        project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, offset=n)
+        project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, offset=n
+    )
     tick("candidates", 2 * n, force=True)
     digests["candidates.jsonl"], n_candidates, models = _write_candidates(
-        project=project, plan=plan, dest=dest, tick=tick, offset=2 * n)
+        project=project, plan=plan, dest=dest, tick=tick, offset=2 * n
+    )
     tick("reports", 3 * n, force=True)
 
     agreement, audit = quality_reports_for_export(project=project)
@@ -286,8 +345,12 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     manifest = {
         "manifest_schema_version": MANIFEST_SCHEMA_VERSION,
         "format": "concord-release",
-        "project": {"slug": project.slug, "name": project.name, "preset": project.preset,
-                    "schema_version": project.schema_version},
+        "project": {
+            "slug": project.slug,
+            "name": project.name,
+            "preset": project.preset,
+            "schema_version": project.schema_version,
+        },
         "schema": project.schema,
         "data_as_of": data_as_of,
         "counts": {
@@ -302,18 +365,27 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             "boxes": rec["boxes"],
             "gold": {name: dict(sorted(c.items())) for name, c in rec["gold"].items()},
         },
-        "near_duplicates": {**plan.pairs, "threshold": plan.threshold,
-                            "unreviewed_pairs": plan.pairs["unreviewed"],
-                            "multi_member_groups": plan.integrity.multi_member_groups},
-        "integrity": {"ok": plan.integrity.ok, "items_checked": plan.integrity.items_checked,
-                      "pixel_hashes_checked": plan.integrity.pixel_hashes_checked,
-                      "groups_checked": plan.integrity.groups_checked},
+        "near_duplicates": {
+            **plan.pairs,
+            "threshold": plan.threshold,
+            "unreviewed_pairs": plan.pairs["unreviewed"],
+            "multi_member_groups": plan.integrity.multi_member_groups,
+        },
+        "integrity": {
+            "ok": plan.integrity.ok,
+            "items_checked": plan.integrity.items_checked,
+            "pixel_hashes_checked": plan.integrity.pixel_hashes_checked,
+            "groups_checked": plan.integrity.groups_checked,
+        },
         "split": {"seed": plan.seed, "ratios": splits["ratios"], "strata_fields": plan.strata_fields},
         "lexicon_version": lexicon_version,
         "candidate_models": models,
-        "images": {"folder": "images/", "index": "images.jsonl",
-                   "rule": "included only when the item's license flag allows redistribution; "
-                           "otherwise referenced by sha256 and source id"},
+        "images": {
+            "folder": "images/",
+            "index": "images.jsonl",
+            "rule": "included only when the item's license flag allows redistribution; "
+            "otherwise referenced by sha256 and source id",
+        },
     }
     readme = datasheet(manifest=manifest, digests=digests, agreement=agreement, audit=audit, plan=plan)
     digests["README.md"] = write_text(dest / "README.md", readme)
@@ -330,6 +402,7 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
 # Datasheet
 # ------------------------------------------------------------------------------------------
 
+
 def _md(value) -> str:
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
     return text.replace("|", "\\|").replace("\n", " ")
@@ -341,8 +414,10 @@ def _figure_rows(rows: list[dict]) -> list[str]:
         ci = r.get("ci")
         ci_text = f"{ci[0]}–{ci[1]}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "—"
         value = r.get("value")
-        out.append(f"| {_md(r.get('label') or r.get('field'))} | {_md(r.get('metric', ''))} | "
-                   f"{'—' if value is None else value} | {ci_text} | {r.get('n', '')} |")
+        out.append(
+            f"| {_md(r.get('label') or r.get('field'))} | {_md(r.get('metric', ''))} | "
+            f"{'—' if value is None else value} | {ci_text} | {r.get('n', '')} |"
+        )
     return out
 
 
@@ -351,14 +426,18 @@ def _report_lines(report: dict, *, kind: str) -> list[str]:
     if "status" in report:
         return [f"Not included: {report.get('reason') or report['status']}."]
     if kind == "agreement":
-        lines = [f"{report.get('n_items', 0)} items, {report.get('n_annotations', 0)} annotations "
-                 f"(`agreement.json` has every field's figures with bootstrap CIs)."]
+        lines = [
+            f"{report.get('n_items', 0)} items, {report.get('n_annotations', 0)} annotations "
+            f"(`agreement.json` has every field's figures with bootstrap CIs)."
+        ]
         if report.get("headline"):
             lines += ["", *_figure_rows(report["headline"])]
         return lines
     progress = report.get("progress") or {}
-    lines = [f"{progress.get('compared', 0)} audited items compared with gold "
-             f"(sample of {report.get('size', '?')}, seed {report.get('seed', '?')}; details in `audit.json`)."]
+    lines = [
+        f"{progress.get('compared', 0)} audited items compared with gold "
+        f"(sample of {report.get('size', '?')}, seed {report.get('seed', '?')}; details in `audit.json`)."
+    ]
     table9 = report.get("table9") or {}
     if table9.get("rows"):
         lines += ["", *_figure_rows(table9["rows"]), "", f"Unweighted mean: {table9.get('mean')}"]
@@ -386,8 +465,10 @@ def datasheet(*, manifest: dict, digests: dict, agreement: dict, audit: dict, pl
         "",
         "## Splits",
         "",
-        f"Seed {plan.seed}, ratios " + ", ".join(f"{k} {v:g}" for k, v in manifest["split"]["ratios"].items())
-        + ", stratified by " + (", ".join(f"`{f}`" for f in plan.strata_fields) or "nothing (no choice field)")
+        f"Seed {plan.seed}, ratios "
+        + ", ".join(f"{k} {v:g}" for k, v in manifest["split"]["ratios"].items())
+        + ", stratified by "
+        + (", ".join(f"`{f}`" for f in plan.strata_fields) or "nothing (no choice field)")
         + ", assigned per near-duplicate group.",
         "",
         "| split | records |",
@@ -397,11 +478,18 @@ def datasheet(*, manifest: dict, digests: dict, agreement: dict, audit: dict, pl
     ]
     table = plan.stratum_table()
     if table and plan.strata_fields:
-        lines += ["| " + " | ".join(plan.strata_fields) + " | " + " | ".join(SPLITS) + " | total |",
-                  "|" + "---|" * (len(plan.strata_fields) + len(SPLITS) + 1)]
+        lines += [
+            "| " + " | ".join(plan.strata_fields) + " | " + " | ".join(SPLITS) + " | total |",
+            "|" + "---|" * (len(plan.strata_fields) + len(SPLITS) + 1),
+        ]
         for row in table:
-            lines.append("| " + " | ".join(_md(v) for v in row["stratum"].values()) + " | "
-                         + " | ".join(str(row["counts"][s]) for s in SPLITS) + f" | {row['total']} |")
+            lines.append(
+                "| "
+                + " | ".join(_md(v) for v in row["stratum"].values())
+                + " | "
+                + " | ".join(str(row["counts"][s]) for s in SPLITS)
+                + f" | {row['total']} |"
+            )
         lines.append("")
     nd = manifest["near_duplicates"]
     integrity = manifest["integrity"]
@@ -430,11 +518,15 @@ def datasheet(*, manifest: dict, digests: dict, agreement: dict, audit: dict, pl
         f"Entity lexicon version {manifest['lexicon_version']} is frozen in `lexicon.json`.",
         "",
         "Candidate models (provider (model): candidates): "
-        + (", ".join(f"{k}: {v}" for k, v in manifest["candidate_models"].items()) or "none") + ".",
+        + (", ".join(f"{k}: {v}" for k, v in manifest["candidate_models"].items()) or "none")
+        + ".",
         "",
         "## Gold label counts",
         "",
-        *[f"- `{name}`: " + ", ".join(f"{_md(k)} {v}" for k, v in counts.items()) for name, counts in c["gold"].items()],
+        *[
+            f"- `{name}`: " + ", ".join(f"{_md(k)} {v}" for k, v in counts.items())
+            for name, counts in c["gold"].items()
+        ],
         "",
         "## Files",
         "",

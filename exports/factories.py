@@ -1,5 +1,6 @@
 """Test data for exports, made through the services as people would make it: annotators claim
 and submit, identical annotations become gold, disagreements are decided by a reviewer."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -30,14 +31,19 @@ def annotate_all(project: Project, annotators: list, *, values_for: Callable[[It
             if result.annotation is None:
                 break
             annotation = result.annotation
-            annotation_submit(annotator=user, item=annotation.item, values=values_for(annotation.item, user),
-                              version=annotation.version)
+            annotation_submit(
+                annotator=user,
+                item=annotation.item,
+                values=values_for(annotation.item, user),
+                version=annotation.version,
+            )
             n += 1
     return n
 
 
-def gold_create(project: Project, items: list[Item], annotators: list, *,
-                values_for: Callable[[Item], dict] = meme3w_values) -> None:
+def gold_create(
+    project: Project, items: list[Item], annotators: list, *, values_for: Callable[[Item], dict] = meme3w_values
+) -> None:
     """Identical annotations by every annotator: each item becomes gold without review."""
     items_open(items)
     annotate_all(project, annotators, values_for=lambda item, user: values_for(item))
@@ -84,10 +90,21 @@ def items_import(project: Project, folder, rows: list[dict]) -> list[Item]:
     for r in rows:
         name = f"{r['source_id']}.{r.get('ext', 'jpg')}"
         files[name] = r["data"]
-        manifest.append({"image": name, "text": r["text"], "source_id": r["source_id"], "source_dataset": "test",
-                         "redistributable": r.get("redistributable", False)})
-    job = import_job_run(job=import_job_create(project=project, user=None, source_name="test"),
-                         path=source_write(folder, manifest, files))
+        manifest.append(
+            {
+                "image": name,
+                "text": r["text"],
+                "source_id": r["source_id"],
+                "source_dataset": "test",
+                "redistributable": r.get("redistributable", False),
+            }
+        )
+    job = import_job_run(
+        job=import_job_create(project=project, user=None, source_name="test"),
+        path=source_write(folder, manifest, files),
+    )
     assert not job.errors, job.errors
-    by_sid = {i.source_id: i for i in Item.objects.filter(project=project, source_id__in=[r["source_id"] for r in rows])}
+    by_sid = {
+        i.source_id: i for i in Item.objects.filter(project=project, source_id__in=[r["source_id"] for r in rows])
+    }
     return [by_sid[r["source_id"]] for r in rows]

@@ -14,6 +14,7 @@ A non-member gets 404 (projects.access), a member whose roles allow none of the 
 It lives in exports because it is the lowest app that knows every relation the rule names
 (annotations, adjudication tasks, near-duplicate pairs, releases).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,5 +79,6 @@ def item_image_get_for_user(*, user, project: Project, item_id) -> ItemImage:
     if not allowed:
         raise PermissionDenied("You may not see this item's image: it is not among the items your role gives you.")
     ext = item.image.rsplit(".", 1)[-1]
-    return ItemImage(item=item, path=image_path(item.image),
-                     content_type=CONTENT_TYPES.get(ext, "application/octet-stream"))
+    return ItemImage(
+        item=item, path=image_path(item.image), content_type=CONTENT_TYPES.get(ext, "application/octet-stream")
+    )

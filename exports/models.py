@@ -9,6 +9,7 @@
 - ``Release``: a published, immutable release vN. The row exists only once its files are in
   place (exports.services.export_job_run publishes atomically).
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -26,14 +27,23 @@ class PairStatus(models.TextChoices):
 
 
 class NearDuplicatePair(models.Model):
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="near_duplicate_pairs",
-                                help_text="Denormalized from the items: the queue is per project.")
-    item_a = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", help_text="The item with the smaller id.")
-    item_b = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", help_text="The item with the larger id.")
+    project = models.ForeignKey(
+        Project,
+        on_delete=models.CASCADE,
+        related_name="near_duplicate_pairs",
+        help_text="Denormalized from the items: the queue is per project.",
+    )
+    item_a = models.ForeignKey(
+        Item, on_delete=models.CASCADE, related_name="+", help_text="The item with the smaller id."
+    )
+    item_b = models.ForeignKey(
+        Item, on_delete=models.CASCADE, related_name="+", help_text="The item with the larger id."
+    )
     distance = models.PositiveSmallIntegerField(help_text="Hamming distance of the two 64-bit pHashes.")
     status = models.CharField(max_length=12, choices=PairStatus.choices, default=PairStatus.UNREVIEWED)
-    reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     reviewed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -84,8 +94,11 @@ class ExportJob(Job):
         verbose_name = "release build"
         constraints = [
             # One build at a time per project: two builds would race for the same number.
-            models.UniqueConstraint(fields=["project"], condition=Q(status__in=["pending", "running"]),
-                                    name="one_active_export_job_per_project"),
+            models.UniqueConstraint(
+                fields=["project"],
+                condition=Q(status__in=["pending", "running"]),
+                name="one_active_export_job_per_project",
+            ),
         ]
 
 

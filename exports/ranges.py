@@ -5,6 +5,7 @@ releases need ``206 Partial Content``. One byte range is served; a request for s
 gets the whole file (RFC 9110 14.2 lets a server ignore Range), a range that starts past the
 end gets ``416`` with ``Content-Range: bytes */size``.
 """
+
 from __future__ import annotations
 
 import re
@@ -68,8 +69,9 @@ def _read(path: Path, start: int, length: int):
             yield block
 
 
-def ranged_file_response(request, path: Path, *, sha256: str, content_type: str, filename: str,
-                         attachment: bool = True):
+def ranged_file_response(
+    request, path: Path, *, sha256: str, content_type: str, filename: str, attachment: bool = True
+):
     """Serve ``path`` with ETag = its sha256, conditional GET and single byte ranges."""
     etag = f'"{sha256}"'
     size = path.stat().st_size
@@ -90,8 +92,9 @@ def ranged_file_response(request, path: Path, *, sha256: str, content_type: str,
     if byte_range is not None and if_range is not None and if_range.strip() != etag:
         byte_range = None  # the client's copy is another version: send the whole file (RFC 9110 13.1.5)
     if byte_range == UNSATISFIABLE:
-        response = HttpResponse(f"Range not satisfiable: the file has {size} bytes.\n", status=416,
-                                content_type="text/plain; charset=utf-8")
+        response = HttpResponse(
+            f"Range not satisfiable: the file has {size} bytes.\n", status=416, content_type="text/plain; charset=utf-8"
+        )
         response["Content-Range"] = f"bytes */{size}"
         response["Accept-Ranges"] = "bytes"
         return response

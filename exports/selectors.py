@@ -3,6 +3,7 @@
 ``split_plan`` is the one place that turns the database into the arrays of exports.splitting;
 the release build, the splits page and the tests all go through it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,6 +44,7 @@ NONE_LABEL = "(none)"
 # Near-duplicate review queue
 # ------------------------------------------------------------------------------------------
 
+
 def pair_counts(*, project: Project) -> dict[str, int]:
     rows = NearDuplicatePair.objects.filter(project=project).values("status").annotate(n=Count("id"))
     counts = {s.value: 0 for s in PairStatus}
@@ -69,11 +71,14 @@ def candidate_groups(*, project: Project) -> dict[int, list[int]]:
     threshold), so a reviewer sees which items would share a split if nothing else is judged.
     One query and a union-find over the stored pairs.
     """
-    rows = np.asarray(list(
-        NearDuplicatePair.objects.filter(project=project).filter(
-            Q(status=PairStatus.SAME) | Q(status=PairStatus.UNREVIEWED, distance__lte=project.phash_threshold)
-        ).values_list("item_a_id", "item_b_id")
-    ), dtype=np.int64).reshape(-1, 2)
+    rows = np.asarray(
+        list(
+            NearDuplicatePair.objects.filter(project=project)
+            .filter(Q(status=PairStatus.SAME) | Q(status=PairStatus.UNREVIEWED, distance__lte=project.phash_threshold))
+            .values_list("item_a_id", "item_b_id")
+        ),
+        dtype=np.int64,
+    ).reshape(-1, 2)
     if not len(rows):
         return {}
     ids, inverse = np.unique(rows, return_inverse=True)
@@ -110,6 +115,7 @@ def items_not_scanned(*, project: Project) -> int:
 # ------------------------------------------------------------------------------------------
 # Split plan
 # ------------------------------------------------------------------------------------------
+
 
 def _with_role(schema: dict, role: str) -> list[dict]:
     return [f for f in schema["fields"] if role in REGISTRY[f["type"]].roles]
@@ -194,8 +200,13 @@ class SplitPlan:
         for code, label in enumerate(self.strata_labels):
             counts = table[code].tolist()
             if sum(counts):
-                rows.append({"stratum": dict(zip(self.strata_fields, label)), "counts": dict(zip(SPLITS, counts)),
-                             "total": sum(counts)})
+                rows.append(
+                    {
+                        "stratum": dict(zip(self.strata_fields, label)),
+                        "counts": dict(zip(SPLITS, counts)),
+                        "total": sum(counts),
+                    }
+                )
         rows.sort(key=lambda r: [str(v) for v in r["stratum"].values()])
         return rows
 
@@ -208,8 +219,13 @@ class SplitPlan:
         out = []
         for g in np.flatnonzero(counts > 1).tolist():
             members = idx[inverse == g]
-            out.append({"group": int(uniq[g]), "item_ids": self.node_ids[members].tolist(),
-                        "split": SPLITS[self.splits[members[0]]]})
+            out.append(
+                {
+                    "group": int(uniq[g]),
+                    "item_ids": self.node_ids[members].tolist(),
+                    "split": SPLITS[self.splits[members[0]]],
+                }
+            )
             if limit is not None and len(out) >= limit:
                 break
         return out
@@ -223,9 +239,12 @@ class SplitPlan:
             "sizes": self.sizes,
             "by_stratum": self.stratum_table(),
             "excluded": self.excluded,
-            "near_duplicates": {**self.pairs, "threshold": self.threshold,
-                                "rule": "pairs judged 'same' and unreviewed pairs within the threshold link items "
-                                        "into one group; a group is assigned to one split"},
+            "near_duplicates": {
+                **self.pairs,
+                "threshold": self.threshold,
+                "rule": "pairs judged 'same' and unreviewed pairs within the threshold link items "
+                "into one group; a group is assigned to one split",
+            },
             "groups": self.groups_summary(),
         }
         if integrity:
@@ -256,8 +275,10 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     dup_of: list[int] = []
     keys: list[int] = []
     seed = project.split_seed
-    rows = Item.objects.filter(project=project).order_by("id").values_list(
-        "id", "pixel_hash", "duplicate_of_id", "import_key"
+    rows = (
+        Item.objects.filter(project=project)
+        .order_by("id")
+        .values_list("id", "pixel_hash", "duplicate_of_id", "import_key")
     )
     for item_id, pixel_hash, duplicate_of_id, import_key in rows.iterator(chunk_size=chunk_size):
         ids.append(item_id)
@@ -283,8 +304,10 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     strata = np.zeros(n, dtype=np.int32)
     labels: dict[tuple, int] = {}
     # Key transforms (decoded JSON values, None for null on every backend), not the whole record.
-    gold_rows = released_gold_queryset(project=project).order_by("item_id").values_list(
-        "item_id", *[f"values__{name}" for name in fields]
+    gold_rows = (
+        released_gold_queryset(project=project)
+        .order_by("item_id")
+        .values_list("item_id", *[f"values__{name}" for name in fields])
     )
     g_ids: list[int] = []
     g_codes: list[int] = []
@@ -313,15 +336,22 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
                 for k in indices[1:]:
                     removed = ordered[k]
                     released[index(np.asarray([removed]))[0]] = False
-                    excluded.append({"item_id": removed, "duplicate_of": kept,
-                                     "reason": f"exact duplicate (same decoded pixels) of item {kept}, which is kept"})
+                    excluded.append(
+                        {
+                            "item_id": removed,
+                            "duplicate_of": kept,
+                            "reason": f"exact duplicate (same decoded pixels) of item {kept}, which is kept",
+                        }
+                    )
     excluded.sort(key=lambda e: e["item_id"])
 
     # 3. links
     threshold = project.phash_threshold
-    pair_rows = NearDuplicatePair.objects.filter(project=project).filter(
-        Q(status=PairStatus.SAME) | Q(status=PairStatus.UNREVIEWED, distance__lte=threshold)
-    ).values_list("item_a_id", "item_b_id")
+    pair_rows = (
+        NearDuplicatePair.objects.filter(project=project)
+        .filter(Q(status=PairStatus.SAME) | Q(status=PairStatus.UNREVIEWED, distance__lte=threshold))
+        .values_list("item_a_id", "item_b_id")
+    )
     pa_list: list[int] = []
     pb_list: list[int] = []
     for a, b in pair_rows.iterator(chunk_size=chunk_size):
@@ -331,10 +361,12 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     edge_b = index(np.asarray(pb_list, dtype=np.int64))
     has_dup = np.flatnonzero(dup_arr >= 0)
     dup_target = index(dup_arr[has_dup])
-    edges = np.concatenate([
-        np.stack([edge_a, edge_b], axis=1).reshape(-1, 2),
-        np.stack([has_dup, dup_target], axis=1).reshape(-1, 2),
-    ]).astype(np.int64)
+    edges = np.concatenate(
+        [
+            np.stack([edge_a, edge_b], axis=1).reshape(-1, 2),
+            np.stack([has_dup, dup_target], axis=1).reshape(-1, 2),
+        ]
+    ).astype(np.int64)
     edges = edges[(edges >= 0).all(axis=1)]
     groups = group_ids(n, edges) if n else np.zeros(0, dtype=np.int64)
 
@@ -355,13 +387,26 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     for label, code in labels.items():
         label_list[code] = label
     return SplitPlan(
-        node_ids=node_ids, released=released, splits=splits,
+        node_ids=node_ids,
+        released=released,
+        splits=splits,
         group_of=node_ids[groups] if n else np.zeros(0, dtype=np.int64),
-        strata=strata, strata_fields=fields, strata_labels=label_list, excluded=excluded, integrity=report,
-        pairs={"same": pairs["same"], "different": pairs["different"],
-               "unreviewed": pairs["unreviewed_within_threshold"],
-               "unreviewed_beyond_threshold": pairs["unreviewed"] - pairs["unreviewed_within_threshold"]},
-        ratios=ratios, seed=seed, threshold=threshold, edges_count=len(edges), sizes=sizes,
+        strata=strata,
+        strata_fields=fields,
+        strata_labels=label_list,
+        excluded=excluded,
+        integrity=report,
+        pairs={
+            "same": pairs["same"],
+            "different": pairs["different"],
+            "unreviewed": pairs["unreviewed_within_threshold"],
+            "unreviewed_beyond_threshold": pairs["unreviewed"] - pairs["unreviewed_within_threshold"],
+        },
+        ratios=ratios,
+        seed=seed,
+        threshold=threshold,
+        edges_count=len(edges),
+        sizes=sizes,
     )
 
 
@@ -392,7 +437,9 @@ def annotator_pseudonyms(*, project: Project) -> dict[tuple[str, int], str]:
         out[(r["kind"], r["annotator_id"])] = f"{prefix}-{numbers[prefix]:02d}"
     reviewers = (
         GoldRecord.objects.filter(item__project=project, decided_by__isnull=False)
-        .values("decided_by_id").annotate(first=Min("created_at")).order_by("first", "decided_by_id")
+        .values("decided_by_id")
+        .annotate(first=Min("created_at"))
+        .order_by("first", "decided_by_id")
     )
     for k, r in enumerate(reviewers, start=1):
         out[("reviewer", r["decided_by_id"])] = f"reviewer-{k:02d}"
@@ -403,8 +450,21 @@ def annotator_pseudonyms(*, project: Project) -> dict[tuple[str, int], str]:
 # Candidates (bulk form of candidates.selectors.candidates_with_identity)
 # ------------------------------------------------------------------------------------------
 
-CANDIDATE_COLUMNS = ("id", "item_id", "provider_id", "provider__name", "provider__kind", "model_name",
-                     "prompt_version", "fields", "removed", "think", "latency_ms", "prompt_tokens", "completion_tokens")
+CANDIDATE_COLUMNS = (
+    "id",
+    "item_id",
+    "provider_id",
+    "provider__name",
+    "provider__kind",
+    "model_name",
+    "prompt_version",
+    "fields",
+    "removed",
+    "think",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+)
 
 
 def candidates_by_item(*, project: Project, chunk_size: int = 2000) -> Iterator[tuple[int, list[dict]]]:
@@ -434,6 +494,7 @@ def candidates_by_item(*, project: Project, chunk_size: int = 2000) -> Iterator[
 # Quality reports (written by the quality app)
 # ------------------------------------------------------------------------------------------
 
+
 def quality_reports_for_export(*, project: Project) -> tuple[dict, dict]:
     """(agreement.json, audit.json) contents from ``quality.selectors``."""
     agreement = agreement_report_for_export(project=project)
@@ -446,6 +507,7 @@ def quality_reports_for_export(*, project: Project) -> tuple[dict, dict]:
 # ------------------------------------------------------------------------------------------
 # Releases
 # ------------------------------------------------------------------------------------------
+
 
 def releases_root() -> Path:
     configured = getattr(settings, "CONCORD_RELEASES_DIR", "")
@@ -481,8 +543,13 @@ class ReleaseFile:
 def release_files(release: Release) -> list[dict]:
     """Top-level files of the release with their sha256 (from the manifest), manifest included."""
     files = [{"name": name, **meta} for name, meta in sorted(release.manifest.get("files", {}).items())]
-    files.append({"name": "manifest.json", "sha256": release.manifest_sha256,
-                  "bytes": (release_dir(release) / "manifest.json").stat().st_size})
+    files.append(
+        {
+            "name": "manifest.json",
+            "sha256": release.manifest_sha256,
+            "bytes": (release_dir(release) / "manifest.json").stat().st_size,
+        }
+    )
     return files
 
 
@@ -570,15 +637,20 @@ def release_diff(*, old: Release, new: Release, limit: int = 500) -> dict:
                 counts["unchanged"] += 1
             a, b = next(a_iter, None), next(b_iter, None)
     return {
-        "from": old.number, "to": new.number, "identical": old.manifest_sha256 == new.manifest_sha256,
-        "counts": counts, "changed_fields": dict(sorted(field_counts.items())),
-        "changes": changes, "truncated": sum(counts[k] for k in ("added", "removed", "changed")) > len(changes),
+        "from": old.number,
+        "to": new.number,
+        "identical": old.manifest_sha256 == new.manifest_sha256,
+        "counts": counts,
+        "changed_fields": dict(sorted(field_counts.items())),
+        "changes": changes,
+        "truncated": sum(counts[k] for k in ("added", "removed", "changed")) > len(changes),
     }
 
 
 # ------------------------------------------------------------------------------------------
 # Export jobs
 # ------------------------------------------------------------------------------------------
+
 
 def export_jobs_for_project(*, project: Project, limit: int = 10):
     return ExportJob.objects.filter(project=project).select_related("release", "created_by")[:limit]

@@ -1,5 +1,6 @@
 """Write paths of the exports app: near-duplicate detection and review, export jobs, releases,
 API tokens."""
+
 from __future__ import annotations
 
 import logging
@@ -33,6 +34,7 @@ PAIR_BATCH = 5000
 # ------------------------------------------------------------------------------------------
 # Near-duplicate detection
 # ------------------------------------------------------------------------------------------
+
 
 def near_duplicates_scan_start(*, project: Project, user=None) -> DedupScan:
     """Queue a near-duplicate scan (after an import; the reviewer's "scan now")."""
@@ -70,7 +72,8 @@ def _scan(scan: DedupScan, progress: Progress, *, chunk_size: int) -> None:
     pixel: list[int] = []
     rows = (
         Item.objects.filter(project=project, duplicate_of__isnull=True, pk__lte=max_item_id)
-        .order_by("id").values_list("id", "phash", "pixel_hash")
+        .order_by("id")
+        .values_list("id", "phash", "pixel_hash")
     )
     progress(phase="reading hashes", force=True)
     for item_id, phash, pixel_hash in rows.iterator(chunk_size=chunk_size):
@@ -93,15 +96,21 @@ def _scan(scan: DedupScan, progress: Progress, *, chunk_size: int) -> None:
     a_ids, b_ids, dists = id_arr[i].tolist(), id_arr[j].tolist(), distance.tolist()
     for start in range(0, len(a_ids), PAIR_BATCH):
         NearDuplicatePair.objects.bulk_create(
-            [NearDuplicatePair(project=project, item_a_id=a, item_b_id=b, distance=d)
-             for a, b, d in zip(a_ids[start:start + PAIR_BATCH], b_ids[start:start + PAIR_BATCH],
-                                dists[start:start + PAIR_BATCH])],
+            [
+                NearDuplicatePair(project=project, item_a_id=a, item_b_id=b, distance=d)
+                for a, b, d in zip(
+                    a_ids[start : start + PAIR_BATCH],
+                    b_ids[start : start + PAIR_BATCH],
+                    dists[start : start + PAIR_BATCH],
+                )
+            ],
             ignore_conflicts=True,
         )
         progress(start + PAIR_BATCH, len(a_ids), phase="storing pairs")
     after = NearDuplicatePair.objects.filter(project=project).count()
-    job_finish(scan, items_scanned=len(id_arr), max_item_id=max_item_id, pairs_found=len(a_ids),
-               pairs_new=after - before)
+    job_finish(
+        scan, items_scanned=len(id_arr), max_item_id=max_item_id, pairs_found=len(a_ids), pairs_new=after - before
+    )
 
 
 def near_duplicate_pair_review(
@@ -123,10 +132,17 @@ def near_duplicate_pair_review(
             status=decision, reviewed_by=reviewer, reviewed_at=now
         )
         if not updated:
-            raise StaleVersion("Someone judged this pair meanwhile; its current state is shown. Judge again if you disagree.")
-        history_record(project=pair.project, item=pair.item_a, kind="near_duplicate_review", actor=reviewer,
-                       old={"pair": [pair.item_a_id, pair.item_b_id], "status": expected_status},
-                       new={"pair": [pair.item_a_id, pair.item_b_id], "status": decision})
+            raise StaleVersion(
+                "Someone judged this pair meanwhile; its current state is shown. Judge again if you disagree."
+            )
+        history_record(
+            project=pair.project,
+            item=pair.item_a,
+            kind="near_duplicate_review",
+            actor=reviewer,
+            old={"pair": [pair.item_a_id, pair.item_b_id], "status": expected_status},
+            new={"pair": [pair.item_a_id, pair.item_b_id], "status": decision},
+        )
     pair.status, pair.reviewed_by, pair.reviewed_at = decision, reviewer, now
     return pair
 
@@ -134,6 +150,7 @@ def near_duplicate_pair_review(
 # ------------------------------------------------------------------------------------------
 # Export jobs and releases
 # ------------------------------------------------------------------------------------------
+
 
 def export_job_start(*, project: Project, user, enqueue: bool = True) -> ExportJob:
     """Create a build job and enqueue it once committed.
@@ -213,8 +230,12 @@ def _publish(*, job: ExportJob, tmp, result) -> Release:
             if final.exists():  # left by a crash between the move and the commit: never published
                 shutil.rmtree(final)
             release = Release.objects.create(
-                project=project, number=number, directory=directory, manifest=result.manifest,
-                manifest_sha256=result.manifest_digest.sha256, record_count=result.record_count,
+                project=project,
+                number=number,
+                directory=directory,
+                manifest=result.manifest,
+                manifest_sha256=result.manifest_digest.sha256,
+                record_count=result.record_count,
                 created_by=job.created_by,
             )
             if not job_finish(job, release=release, phase="published"):
@@ -230,6 +251,7 @@ def _publish(*, job: ExportJob, tmp, result) -> Release:
 # ------------------------------------------------------------------------------------------
 # API tokens
 # ------------------------------------------------------------------------------------------
+
 
 def api_token_get_or_create(*, user):
     token, _ = Token.objects.get_or_create(user=user)

@@ -10,6 +10,7 @@ Determinism: the only inputs are arrays built from the data and a per-item order
 caller derives from the project's seed and a stable item key, so the same data and seed give the
 same assignment on any machine.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -56,7 +57,11 @@ def group_ids(n_nodes: int, edges: np.ndarray) -> np.ndarray:
 
 
 def stratified_group_split(
-    *, groups: np.ndarray, strata: np.ndarray, order_keys: np.ndarray, ratios=DEFAULT_RATIOS,
+    *,
+    groups: np.ndarray,
+    strata: np.ndarray,
+    order_keys: np.ndarray,
+    ratios=DEFAULT_RATIOS,
 ) -> np.ndarray:
     """Split code (0 train, 1 val, 2 test) per item.
 
@@ -139,8 +144,13 @@ class IntegrityReport:
 
 
 def integrity_check(
-    *, node_ids: np.ndarray, released: np.ndarray, splits: np.ndarray, pixel_keys: np.ndarray,
-    edges: np.ndarray, examples: int = 20,
+    *,
+    node_ids: np.ndarray,
+    released: np.ndarray,
+    splits: np.ndarray,
+    pixel_keys: np.ndarray,
+    edges: np.ndarray,
+    examples: int = 20,
 ) -> IntegrityReport:
     """Check an assignment from scratch, without trusting how it was made.
 
@@ -169,7 +179,9 @@ def integrity_check(
         bad = np.flatnonzero(lo != hi)
         for b in bad[:examples].tolist():
             members = idx[inverse == b]
-            across.append({"item_ids": node_ids[members].tolist(), "splits": sorted({SPLITS[s] for s in splits[members]})})
+            across.append(
+                {"item_ids": node_ids[members].tolist(), "splits": sorted({SPLITS[s] for s in splits[members]})}
+            )
     comp = connected_groups(len(node_ids), edges) if len(node_ids) else np.zeros(0, dtype=np.int64)
     rel_comp = comp[idx]
     g_uniq, g_inv, g_counts = np.unique(rel_comp, return_inverse=True, return_counts=True)
@@ -185,8 +197,9 @@ def integrity_check(
         n_bad_groups = len(gbad)
         for b in gbad[:examples].tolist():
             members = idx[g_inv == b]
-            group_across.append({"item_ids": node_ids[members].tolist(),
-                                 "splits": sorted({SPLITS[s] for s in splits[members]})})
+            group_across.append(
+                {"item_ids": node_ids[members].tolist(), "splits": sorted({SPLITS[s] for s in splits[members]})}
+            )
     n_bad_pixels = int((lo != hi).sum()) if len(idx) else 0
     return IntegrityReport(
         ok=n_bad_pixels == 0 and n_bad_groups == 0 and in_release_dups == 0,

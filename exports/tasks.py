@@ -4,6 +4,7 @@ The options are asserted on the task objects in exports/tests/test_tasks.py, so 
 silently drop them. Liveness is the job mechanism's heartbeat (core.jobs), so the hard time
 limits only need to stay below the broker's visibility timeout (settings).
 """
+
 from __future__ import annotations
 
 from celery import shared_task

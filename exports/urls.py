@@ -1,4 +1,5 @@
 """HTML pages (included at "" from concord/urls.py). The REST endpoints are in exports/api_urls.py."""
+
 from django.urls import path
 
 from exports import views

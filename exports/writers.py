@@ -8,6 +8,7 @@ row-group size, no wall-clock time anywhere.
 The record shape (one per released item) is documented in the release README; ``gold`` holds
 the schema fields, ``image`` the image reference.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,7 @@ JSONL_FLUSH_LINES = 2000
 PARQUET_BATCH_ROWS = 25_000  # rows per row group
 PARQUET_CONVERT_ROWS = 5_000  # rows held as Python objects before conversion to Arrow
 # Fixed Parquet settings: same bytes for the same rows (pyarrow writes no timestamp; its
-# "created_by" names the library version, which is pinned in requirements.txt). Dictionary
+# "created_by" names the library version, which is pinned in requirements/base.txt). Dictionary
 # encoding only where values repeat (see _dictionary_columns): on unique ids and hashes it only
 # costs time and memory before Parquet falls back to plain encoding.
 PARQUET_OPTIONS = {
@@ -143,16 +144,18 @@ class JsonlWriter:
 # Arrow type of each schema field type's export form (projects.fieldtypes.REGISTRY names).
 # A type missing here is exported as its canonical JSON text, so a new field type never breaks
 # a release; give it a native type here when it is added.
-IMAGE_STRUCT = pa.struct([
-    ("file", pa.string()),
-    ("format", pa.string()),
-    ("height", pa.int32()),
-    ("phash", pa.string()),
-    ("pixel_hash", pa.string()),
-    ("redistributable", pa.bool_()),
-    ("sha256", pa.string()),
-    ("width", pa.int32()),
-])
+IMAGE_STRUCT = pa.struct(
+    [
+        ("file", pa.string()),
+        ("format", pa.string()),
+        ("height", pa.int32()),
+        ("phash", pa.string()),
+        ("pixel_hash", pa.string()),
+        ("redistributable", pa.bool_()),
+        ("sha256", pa.string()),
+        ("width", pa.int32()),
+    ]
+)
 
 BASE_COLUMNS = [
     ("item_id", pa.int64()),
@@ -192,17 +195,26 @@ class ParquetRecordsWriter:
     rows; a row group is written once ``batch_rows`` rows are in Arrow memory (compact).
     """
 
-    def __init__(self, path: Path, fields: list[dict], batch_rows: int = PARQUET_BATCH_ROWS,
-                 convert_rows: int = PARQUET_CONVERT_ROWS):
+    def __init__(
+        self,
+        path: Path,
+        fields: list[dict],
+        batch_rows: int = PARQUET_BATCH_ROWS,
+        convert_rows: int = PARQUET_CONVERT_ROWS,
+    ):
         self.path = Path(path)
         self.schema = records_arrow_schema(fields)
         self._image_keys = [f.name for f in IMAGE_STRUCT]
         self._gold_type = self.schema.field("gold").type
         self._gold_keys = [f.name for f in self._gold_type]
-        self._scalar_columns = [name for name, _ in BASE_COLUMNS if name != "image"] + [name for name, _ in TAIL_COLUMNS]
+        self._scalar_columns = [name for name, _ in BASE_COLUMNS if name != "image"] + [
+            name for name, _ in TAIL_COLUMNS
+        ]
         self._batch_rows = batch_rows
         self._convert_rows = min(convert_rows, batch_rows)
-        dictionary = DICTIONARY_COLUMNS + [f"gold.{f['name']}" for f in fields if "dictionary" in REGISTRY[f["type"]].roles]
+        dictionary = DICTIONARY_COLUMNS + [
+            f"gold.{f['name']}" for f in fields if "dictionary" in REGISTRY[f["type"]].roles
+        ]
         self._writer = pq.ParquetWriter(str(self.path), self.schema, use_dictionary=dictionary, **PARQUET_OPTIONS)
         self._batches: list[pa.RecordBatch] = []
         self._arrow_rows = 0
@@ -241,13 +253,19 @@ class ParquetRecordsWriter:
         arrays = []
         for name in schema.names:
             if name == "image":
-                arrays.append(pa.StructArray.from_arrays(
-                    [pa.array(self._image[k], type=IMAGE_STRUCT.field(k).type) for k in self._image_keys],
-                    fields=list(IMAGE_STRUCT)))
+                arrays.append(
+                    pa.StructArray.from_arrays(
+                        [pa.array(self._image[k], type=IMAGE_STRUCT.field(k).type) for k in self._image_keys],
+                        fields=list(IMAGE_STRUCT),
+                    )
+                )
             elif name == "gold":
-                arrays.append(pa.StructArray.from_arrays(
-                    [pa.array(self._gold[k], type=self._gold_type.field(k).type) for k in self._gold_keys],
-                    fields=list(self._gold_type)))
+                arrays.append(
+                    pa.StructArray.from_arrays(
+                        [pa.array(self._gold[k], type=self._gold_type.field(k).type) for k in self._gold_keys],
+                        fields=list(self._gold_type),
+                    )
+                )
             else:
                 arrays.append(pa.array(self._scalars[name], type=schema.field(name).type))
         self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
@@ -296,7 +314,9 @@ class CocoWriter:
         self._out = HashingFile(self.path)
         self._spool = open(self._spool_path, "wb")  # noqa: SIM115 - closed in close()
         self._category_ids = {name: i for i, name in enumerate(categories, start=1)}
-        self._categories = [{"id": i, "name": name, "supercategory": "target"} for name, i in self._category_ids.items()]
+        self._categories = [
+            {"id": i, "name": name, "supercategory": "target"} for name, i in self._category_ids.items()
+        ]
         self._info = info
         self._scale = scale
         self._next_annotation = 1
@@ -319,15 +339,19 @@ class CocoWriter:
         parts = []
         for box in boxes:
             bbox = box_to_pixels(box, image["width"], image["height"], self._scale)
-            parts.append(canonical_json({
-                "id": self._next_annotation,
-                "image_id": image["id"],
-                "category_id": category_id,
-                "bbox": bbox,
-                "area": round(bbox[2] * bbox[3], 2),
-                "iscrowd": 0,
-                "bbox_normalized_1000": list(box),
-            }))
+            parts.append(
+                canonical_json(
+                    {
+                        "id": self._next_annotation,
+                        "image_id": image["id"],
+                        "category_id": category_id,
+                        "bbox": bbox,
+                        "area": round(bbox[2] * bbox[3], 2),
+                        "iscrowd": 0,
+                        "bbox_normalized_1000": list(box),
+                    }
+                )
+            )
             self._next_annotation += 1
         self.annotations += len(parts)
         self._out.write((("" if self._first_annotation else ",") + ",".join(parts)).encode())

@@ -9,6 +9,7 @@ because bench/dedup.py measures it ~21x faster at 1M with the identical pair set
 :func:`connected_groups` turns pairs into connected components labelled by their smallest
 member (scipy's connected components). Pure: no Django.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,6 +37,7 @@ _MASK64 = (1 << 64) - 1
 # --------------------------------------------------------------------------------------------
 # Pair search
 # --------------------------------------------------------------------------------------------
+
 
 def _as_u64(hashes: np.ndarray | Sequence[int]) -> np.ndarray:
     """A 1-D contiguous ``uint64`` array.
@@ -200,12 +202,12 @@ def _cross_positions(
     single = counts == 1
     if single.all():
         for lo in range(0, len(a_start), chunk):
-            yield a_start[lo:lo + chunk], b_start[lo:lo + chunk]
+            yield a_start[lo : lo + chunk], b_start[lo : lo + chunk]
         return
     if single.any():  # the common case (one hash per bucket) without the index arithmetic
         sa, sb = a_start[single], b_start[single]
         for lo in range(0, len(sa), chunk):
-            yield sa[lo:lo + chunk], sb[lo:lo + chunk]
+            yield sa[lo : lo + chunk], sb[lo : lo + chunk]
         many = ~single
         a_start, b_start, counts = a_start[many], b_start[many], counts[many]
         b_len = b_len[many]
@@ -264,8 +266,18 @@ class _Substring:
             table = np.full(1 << width, -1, dtype=np.int32)
             table[keys] = np.arange(len(keys), dtype=np.int32)
         return cls(
-            shift, width, radius, np.uint64(int(field) << shift), order, u[order], sorted_keys,
-            keys, start, count, later, table,
+            shift,
+            width,
+            radius,
+            np.uint64(int(field) << shift),
+            order,
+            u[order],
+            sorted_keys,
+            keys,
+            start,
+            count,
+            later,
+            table,
         )
 
     def lookup(self, probe: np.ndarray) -> np.ndarray:
@@ -334,9 +346,7 @@ class _Substring:
                 rank += 1
 
 
-def _search_task(
-    subs: list[_Substring], s: int, high_bits: Sequence[int], t: int, chunk: int
-) -> np.ndarray:
+def _search_task(subs: list[_Substring], s: int, high_bits: Sequence[int], t: int, chunk: int) -> np.ndarray:
     """Verified pairs of distinct-hash indices first found in substring s (given high bits).
 
     A candidate is kept if its full distance is <= t (vectorized popcount) and no earlier
@@ -383,6 +393,7 @@ def _distinct_pairs(u: np.ndarray, t: int, plan: SearchPlan, workers: int, chunk
 
     def run(task: tuple[int, list[int]]) -> np.ndarray:
         return _search_task(subs, task[0], task[1], t, chunk)
+
     if workers > 1:
         # numpy releases the GIL inside its array loops, so threads scale without copying data
         # and without child processes (which Celery's daemonic workers may not create).
@@ -477,10 +488,10 @@ def _sorted_pairs(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-
 # --------------------------------------------------------------------------------------------
 # Groups
 # --------------------------------------------------------------------------------------------
+
 
 def connected_groups(n: int, pairs: np.ndarray | Iterable[tuple[int, int]]) -> np.ndarray:
     """Connected components of the graph on 0..n-1 given by ``pairs``; id = smallest member.

@@ -69,6 +69,7 @@ Output
     thread count: same result (onnxruntime on one CPU thread is deterministic; every sort
     has a total order).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -184,6 +185,7 @@ class OcrResult:
 # Reading images
 # --------------------------------------------------------------------------------------------
 
+
 def _open(source: ImageSource) -> Image.Image:
     if isinstance(source, (bytes, bytearray, memoryview)):
         if len(source) == 0:
@@ -229,7 +231,9 @@ def _to_rgb(img: Image.Image) -> Image.Image:
             # colour transform, which littlecms (bundled with Pillow's wheels) provides.
             from PIL import ImageCms
 
-            transform = ImageCms.buildTransform(ImageCms.createProfile("LAB"), ImageCms.createProfile("sRGB"), "LAB", "RGB")
+            transform = ImageCms.buildTransform(
+                ImageCms.createProfile("LAB"), ImageCms.createProfile("sRGB"), "LAB", "RGB"
+            )
             return ImageCms.applyTransform(img, transform)  # type: ignore[return-value]
         return img.convert("RGB")
     except (ValueError, OSError, ImportError) as exc:  # ImageCms.PyCMSError is an OSError
@@ -329,6 +333,7 @@ def _get_engine() -> RapidOCR:
 # Geometry
 # --------------------------------------------------------------------------------------------
 
+
 def normalized_box(points: Sequence[Sequence[float]], width: int, height: int) -> tuple[int, int, int, int]:
     """Integer ``(x1, y1, x2, y2)`` in [0, 1000] covering ``points`` (pixels) of a width x height image.
 
@@ -382,8 +387,12 @@ def _prepare(rgb: np.ndarray) -> tuple[np.ndarray, float, float]:
 
 def _reading_order(items: list[tuple[str, float, np.ndarray]]) -> tuple[list[list[int]], list[int]]:
     """Rows of item indices (top to bottom, each left to right) and the flattened order."""
-    boxes = [(float(p[:, 0].min()), float(p[:, 1].min()), float(p[:, 0].max()), float(p[:, 1].max())) for _, _, p in items]
-    order = sorted(range(len(items)), key=lambda i: ((boxes[i][1] + boxes[i][3]) / 2, boxes[i][0], boxes[i][2], items[i][0]))
+    boxes = [
+        (float(p[:, 0].min()), float(p[:, 1].min()), float(p[:, 0].max()), float(p[:, 1].max())) for _, _, p in items
+    ]
+    order = sorted(
+        range(len(items)), key=lambda i: ((boxes[i][1] + boxes[i][3]) / 2, boxes[i][0], boxes[i][2], items[i][0])
+    )
     rows: list[list[int]] = []
     spans: list[tuple[float, float]] = []
     for i in order:
@@ -405,6 +414,7 @@ def _reading_order(items: list[tuple[str, float, np.ndarray]]) -> tuple[list[lis
 # --------------------------------------------------------------------------------------------
 # Recognition
 # --------------------------------------------------------------------------------------------
+
 
 def _is_cjk(char: str) -> bool:
     code = ord(char)
@@ -504,7 +514,9 @@ def ocr_read(source: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Oc
     for i in order:
         text, score, points = items[i]
         polygon = tuple((round(x), round(y)) for x, y in points.tolist())
-        lines.append(OcrLine(text=text, score=round(score, 4), polygon=polygon, box=normalized_box(points, width, height)))
+        lines.append(
+            OcrLine(text=text, score=round(score, 4), polygon=polygon, box=normalized_box(points, width, height))
+        )
     joined = "\n".join(" ".join(items[i][0] for i in row) for row in rows)
     scale = 1.0 if (sx, sy) == (1.0, 1.0) else round(min(sx, sy), 6)
     return OcrResult(lines=tuple(lines), text=joined, width=width, height=height, scale=scale)

@@ -16,6 +16,7 @@ fast path *is* the reference computation, bit for bit.
 Kept instead of calling imagehash because the bench measures 3x less CPU at import, which is
 per image of every project. Pure: no Django.
 """
+
 from __future__ import annotations
 
 import functools
@@ -60,6 +61,7 @@ ImageSource = Union[Image.Image, str, "os.PathLike[str]", bytes, bytearray, memo
 # --------------------------------------------------------------------------------------------
 # Perceptual hash
 # --------------------------------------------------------------------------------------------
+
 
 @contextmanager
 def _open(source: ImageSource) -> Iterator[Image.Image]:
@@ -216,5 +218,3 @@ def phash_array(hex_strings: Iterable[str]) -> np.ndarray:
 def hamming_distance(a: int, b: int) -> int:
     """Number of differing bits between two 64-bit hashes."""
     return ((int(a) ^ int(b)) & _MASK64).bit_count()
-
-

@@ -27,6 +27,7 @@ Decisions
     * Text that OCR did not detect (small or curved print, logos) stays: the variant is only
       as text-free as the OCR result it is given.
 """
+
 from __future__ import annotations
 
 import io
@@ -82,13 +83,17 @@ def _polygons(regions: OcrResult | Iterable[Region], width: int, height: int) ->
             if arr.ndim == 1 and arr.shape == (4,):
                 x1, y1, x2, y2 = arr
                 if not (0 <= x1 < x2 <= BOX_SCALE and 0 <= y1 < y2 <= BOX_SCALE):
-                    raise ValueError(f"a box is [x1, y1, x2, y2] in [0, {BOX_SCALE}] with x1 < x2, y1 < y2, got {list(region)}")  # type: ignore[arg-type]
+                    raise ValueError(
+                        f"a box is [x1, y1, x2, y2] in [0, {BOX_SCALE}] with x1 < x2, y1 < y2, got {list(region)}"
+                    )  # type: ignore[arg-type]
                 sx, sy = width / BOX_SCALE, height / BOX_SCALE
                 pts = np.array([[x1 * sx, y1 * sy], [x2 * sx, y1 * sy], [x2 * sx, y2 * sy], [x1 * sx, y2 * sy]])
             elif arr.ndim == 2 and arr.shape[1] == 2 and arr.shape[0] >= 3:
                 pts = arr
             else:
-                raise ValueError(f"a region is an OcrLine, a polygon of >= 3 (x, y) points or a normalized box, got shape {arr.shape}")
+                raise ValueError(
+                    f"a region is an OcrLine, a polygon of >= 3 (x, y) points or a normalized box, got shape {arr.shape}"
+                )
         if not np.isfinite(pts).all():
             raise ValueError("region coordinates must be finite")
         polygons.append(np.rint(pts).astype(np.int32).reshape(-1, 1, 2))

@@ -245,19 +245,14 @@ def _membership(items: Sequence[object], labels: list[Hashable]) -> tuple[np.nda
     return present, member
 
 
-def _pair_label_kappas(
-    pa: np.ndarray, ma: np.ndarray, pb: np.ndarray, mb: np.ndarray
-) -> list[float | None]:
+def _pair_label_kappas(pa: np.ndarray, ma: np.ndarray, pb: np.ndarray, mb: np.ndarray) -> list[float | None]:
     both = pa & pb
     xa, xb = ma[both], mb[both]
     n11 = np.count_nonzero(xa & xb, axis=0)
     n10 = np.count_nonzero(xa & ~xb, axis=0)
     n01 = np.count_nonzero(~xa & xb, axis=0)
     n00 = xa.shape[0] - n11 - n10 - n01
-    return [
-        kappa_from_confusion(np.array([[n00[j], n01[j]], [n10[j], n11[j]]]))
-        for j in range(xa.shape[1])
-    ]
+    return [kappa_from_confusion(np.array([[n00[j], n01[j]], [n10[j], n11[j]]])) for j in range(xa.shape[1])]
 
 
 def _unique_labels(labels: Iterable[Hashable]) -> list[Hashable]:
@@ -350,7 +345,9 @@ def pairwise_kappas(
             a, b = pairs.setdefault((r, s), ([], []))
             a.append(it[r])
             b.append(it[s])
-    return {key: cohen_kappa(a, b) for key, (a, b) in sorted(pairs.items(), key=lambda kv: (rank[kv[0][0]], rank[kv[0][1]]))}
+    return {
+        key: cohen_kappa(a, b) for key, (a, b) in sorted(pairs.items(), key=lambda kv: (rank[kv[0][0]], rank[kv[0][1]]))
+    }
 
 
 def mean_pairwise_kappa(items: Sequence[Mapping[Hashable, Hashable]]) -> float | None:
@@ -446,12 +443,7 @@ def krippendorff_alpha(
     """
     if level not in ("nominal", "ordinal", "interval", "ratio"):
         raise ValueError(f"unknown level {level!r}")
-    if (
-        isinstance(data, np.ndarray)
-        and data.ndim == 2
-        and data.dtype.kind in "fiu"
-        and value_domain is None
-    ):
+    if isinstance(data, np.ndarray) and data.ndim == 2 and data.dtype.kind in "fiu" and value_domain is None:
         # Numeric matrix (NaN = missing): encode with np.unique instead of a Python pass
         # over every cell (the Python pass is ~50 ns per cell: 10 ms for 20 x 10k).
         if data.shape[0] < 2:
@@ -472,9 +464,9 @@ def krippendorff_alpha(
             raise ValueError("every annotator row must have one entry per item")
         domain = _alpha_domain(rows, level, value_domain)
         code = {value: i for i, value in enumerate(domain)}
-        codes = np.array(
-            [[-1 if _is_missing(x) else code[x] for x in r] for r in rows], dtype=np.intp
-        ).reshape(len(rows), n_items)
+        codes = np.array([[-1 if _is_missing(x) else code[x] for x in r] for r in rows], dtype=np.intp).reshape(
+            len(rows), n_items
+        )
     if level in ("interval", "ratio"):
         bad = [v for v in domain if isinstance(v, bool) or not isinstance(v, (int, float, np.number))]
         if bad:

@@ -277,4 +277,3 @@ def enclosing_iou_batch(
     out = np.where(absent_a & absent_b, 1.0, 0.0)
     out[both] = _iou_arrays(ea[both], eb[both])
     return out
-

@@ -135,7 +135,9 @@ def sentence_bleu(hypothesis: str, references: Sequence[str], *, tokenize: str =
     return _bleu(tokenize, True).sentence_score(hypothesis, refs).score / 100.0
 
 
-def sentence_bleu_scores(hypotheses: Sequence[str], references: Sequence[Sequence[str]], *, tokenize: str = "13a") -> np.ndarray:
+def sentence_bleu_scores(
+    hypotheses: Sequence[str], references: Sequence[Sequence[str]], *, tokenize: str = "13a"
+) -> np.ndarray:
     """:func:`sentence_bleu` per item -> float64 array (usable with :func:`metrics.bootstrap.mean_ci`)."""
     refs = _check(hypotheses, references)
     bleu = _bleu(tokenize, True)
@@ -161,7 +163,10 @@ def _bleu_from_sums(sums: np.ndarray) -> np.ndarray:
 
 
 def bleu_contributions(
-    hypotheses: Sequence[str], references: Sequence[Sequence[str]], *, tokenize: str = "13a",
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str]],
+    *,
+    tokenize: str = "13a",
     subset: Sequence[bool] | np.ndarray | None = None,
 ) -> Contributions:
     """Corpus BLEU as a function of summed per-item sufficient statistics, for
@@ -208,8 +213,12 @@ def token_f1_scores(hypotheses: Sequence[str], references: Sequence[Sequence[str
 
 
 def caption_scores(
-    hypotheses: Sequence[str], references: Sequence[Sequence[str]], metric: CaptionMetric, *,
-    tokenize: str = "13a", tokenizer: str = "default",
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str]],
+    metric: CaptionMetric,
+    *,
+    tokenize: str = "13a",
+    tokenizer: str = "default",
 ) -> np.ndarray:
     """Per-item scores of one metric: sentence BLEU, ROUGE-L or token-F1 (see above)."""
     if metric == "bleu":
@@ -237,8 +246,11 @@ def _segments(annotations: Mapping[Hashable, Sequence[str]]) -> list[tuple[str, 
 
 
 def item_caption_agreement(
-    annotations: Mapping[Hashable, Sequence[str]], metric: CaptionMetric = "rouge_l", *,
-    tokenize: str = "13a", tokenizer: str = "default",
+    annotations: Mapping[Hashable, Sequence[str]],
+    metric: CaptionMetric = "rouge_l",
+    *,
+    tokenize: str = "13a",
+    tokenizer: str = "default",
 ) -> float | None:
     """Agreement between annotators' reference captions of one item, in [0, 1].
 
@@ -258,8 +270,11 @@ def item_caption_agreement(
 
 
 def caption_agreement_scores(
-    items: Sequence[Mapping[Hashable, Sequence[str]]], metric: CaptionMetric = "rouge_l", *,
-    tokenize: str = "13a", tokenizer: str = "default",
+    items: Sequence[Mapping[Hashable, Sequence[str]]],
+    metric: CaptionMetric = "rouge_l",
+    *,
+    tokenize: str = "13a",
+    tokenizer: str = "default",
 ) -> np.ndarray:
     """:func:`item_caption_agreement` per item -> float64 array, NaN where undefined."""
     out = [item_caption_agreement(it, metric, tokenize=tokenize, tokenizer=tokenizer) for it in items]
@@ -267,8 +282,14 @@ def caption_agreement_scores(
 
 
 def caption_agreement(
-    items: Sequence[Mapping[Hashable, Sequence[str]]], metric: CaptionMetric = "rouge_l", *,
-    n: int = 1000, seed: int = 0, level: float = 0.95, tokenize: str = "13a", tokenizer: str = "default",
+    items: Sequence[Mapping[Hashable, Sequence[str]]],
+    metric: CaptionMetric = "rouge_l",
+    *,
+    n: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    tokenize: str = "13a",
+    tokenizer: str = "default",
 ) -> Estimate:
     """Caption agreement of a project with n and a bootstrap CI (SPEC: every figure has both).
 

@@ -139,7 +139,9 @@ def vikr_scores(checklists: Sequence[Checklist], *judges: Sequence[JudgeOutput])
     return VikrScores(layers, (passed == len(LAYERS)).astype(np.int8), (passed >= 3).astype(np.int8))
 
 
-def vikr_summary(scores: VikrScores, *, n: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = 0.95) -> dict[str, Estimate]:
+def vikr_summary(
+    scores: VikrScores, *, n: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = 0.95
+) -> dict[str, Estimate]:
     """Means of V, I, K, R, Success and three-of-four with percentile CIs over one shared
     item bootstrap (:func:`metrics.resample.bootstrap_figures`)."""
     if scores.success.size == 0:

@@ -81,16 +81,12 @@ class Lexicon(Mapping[str, str]):
                 raise ValueError(f"lexicon entry {variant!r} -> {canonical!r} normalizes to empty")
             previous = normalized.get(key)
             if previous is not None and previous != value:
-                raise ValueError(
-                    f"lexicon variant {variant!r} maps to both {previous!r} and {value!r}"
-                )
+                raise ValueError(f"lexicon variant {variant!r} maps to both {previous!r} and {value!r}")
             normalized[key] = value
         for key, value in normalized.items():
             target = normalized.get(value)
             if target is not None and target != value:
-                raise ValueError(
-                    f"lexicon chain {key!r} -> {value!r} -> {target!r}: map variants to the final form"
-                )
+                raise ValueError(f"lexicon chain {key!r} -> {value!r} -> {target!r}: map variants to the final form")
         self._map = normalized
 
     def __getitem__(self, key: str) -> str:

@@ -97,8 +97,13 @@ def _clean_region(value: object) -> list[list[float]] | None:
 
 def _clean_pred(pred: object) -> dict[str, Any]:
     if not isinstance(pred, Mapping):
-        return {"label": None, "target_category": None, "target_entity": None,
-                "text_mention": None, "visual_region": []}
+        return {
+            "label": None,
+            "target_category": None,
+            "target_entity": None,
+            "text_mention": None,
+            "visual_region": [],
+        }
     region = _clean_region(pred.get("visual_region"))
     return {
         "label": _clean_label(pred.get("label")),
@@ -126,9 +131,7 @@ def _clean_gold(gold: object, index: int) -> dict[str, Any]:
     return out
 
 
-def _prepare(
-    preds: Sequence[object], golds: Sequence[object]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _prepare(preds: Sequence[object], golds: Sequence[object]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if len(preds) != len(golds):
         raise ValueError(f"{len(preds)} predictions for {len(golds)} gold records")
     return [_clean_pred(p) for p in preds], [_clean_gold(g, i) for i, g in enumerate(golds)]
@@ -138,6 +141,7 @@ def _field_arrays(
     preds: list[dict[str, Any]], golds: list[dict[str, Any]], lexicon: Mapping[str, str] | None
 ) -> dict[str, np.ndarray]:
     """Per-record field scores and presence agreement for already-cleaned records."""
+
     def col(records: list[dict[str, Any]], f: str) -> list[Any]:
         return [r[f] for r in records]
 
@@ -173,10 +177,14 @@ def _jra_vector(
     # (Eq. 13 text). The explicit presence test keeps that rule even with a threshold of 0.
     correct = (
         label_ok
-        & s["target_category_present_ok"] & (s["category_em"] >= tau_c)
-        & s["target_entity_present_ok"] & (s["entity_f1_rel"] >= tau_e)
-        & s["text_mention_present_ok"] & (s["mention_f1"] >= tau_s)
-        & s["visual_region_present_ok"] & (s["region_iou"] >= tau_b)
+        & s["target_category_present_ok"]
+        & (s["category_em"] >= tau_c)
+        & s["target_entity_present_ok"]
+        & (s["entity_f1_rel"] >= tau_e)
+        & s["text_mention_present_ok"]
+        & (s["mention_f1"] >= tau_s)
+        & s["visual_region_present_ok"]
+        & (s["region_iou"] >= tau_b)
     )
     return correct.astype(np.float64)
 

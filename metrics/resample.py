@@ -424,7 +424,9 @@ def _scores(x: Sequence[float] | np.ndarray, mask: np.ndarray, name: str) -> np.
     return arr
 
 
-def mean_contributions(scores: Sequence[float] | np.ndarray, subset: Sequence[bool] | np.ndarray | None = None) -> Contributions:
+def mean_contributions(
+    scores: Sequence[float] | np.ndarray, subset: Sequence[bool] | np.ndarray | None = None
+) -> Contributions:
     """Mean of per-item scores over the subset: columns ``[x * in_subset, in_subset]``.
 
     ``subset`` (boolean mask, default all items) keeps e.g. only the items where a field
@@ -582,7 +584,9 @@ def alpha_contributions(ratings: Ratings, subset: Sequence[bool] | np.ndarray | 
     return Contributions(np.column_stack([counts, d]), alpha_from_sums, int(pairable.sum()), "alpha")
 
 
-def label_alpha_contributions(ratings: LabelRatings, subset: Sequence[bool] | np.ndarray | None = None) -> Contributions:
+def label_alpha_contributions(
+    ratings: LabelRatings, subset: Sequence[bool] | np.ndarray | None = None
+) -> Contributions:
     """Binary nominal alpha per label (chosen / not chosen), mean over defined labels.
 
     The multi-label variant quality.compute reports with more than two annotators ("binary
@@ -605,7 +609,9 @@ def label_alpha_contributions(ratings: LabelRatings, subset: Sequence[bool] | np
     return Contributions(matrix, stat, int(pairable.sum()), "mean label alpha")
 
 
-def pair_ids(ratings: Ratings | LabelRatings, subset: Sequence[bool] | np.ndarray | None = None) -> list[tuple[Hashable, Hashable]]:
+def pair_ids(
+    ratings: Ratings | LabelRatings, subset: Sequence[bool] | np.ndarray | None = None
+) -> list[tuple[Hashable, Hashable]]:
     """The annotator pairs, in column order, of the pairwise builders for these ratings."""
     mask = _subset_mask(subset, ratings.n_items)
     parts = list(_slot_pairs(ratings.raters, mask))

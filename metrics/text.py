@@ -71,11 +71,7 @@ _ASCII_PUNCT_DELETE = str.maketrans(
 def _punctuation_delete_table() -> dict[int, None]:
     # Built lazily (about 0.2 s over all code points) so importing metrics stays cheap for
     # callers that never touch non-ASCII text. Uses the running Python's Unicode database.
-    return {
-        cp: None
-        for cp in range(sys.maxunicode + 1)
-        if unicodedata.category(chr(cp)).startswith("P")
-    }
+    return {cp: None for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp)).startswith("P")}
 
 
 _CJK_CLASS = (
@@ -259,6 +255,5 @@ def exact_match_batch(a: Sequence[str | None], b: Sequence[str | None]) -> np.nd
             n = cache[s] = " ".join(_normalized_words(s))
         return n
 
-    out = [1.0 if (x is y and (x is None or isinstance(x, str))) or norm(x) == norm(y) else 0.0
-           for x, y in zip(a, b)]
+    out = [1.0 if (x is y and (x is None or isinstance(x, str))) or norm(x) == norm(y) else 0.0 for x, y in zip(a, b)]
     return np.fromiter(out, dtype=np.float64, count=len(out))

@@ -3,6 +3,7 @@
 Not a member of the project -> 404 (its existence is not revealed); a member without the
 needed role -> 403.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -20,9 +21,7 @@ def roles_of(*, user, project: Project) -> set[str]:
     if cache is None:
         cache = user._concord_roles = {}
     if project.pk not in cache:
-        cache[project.pk] = set(
-            Membership.objects.filter(user=user, project=project).values_list("role", flat=True)
-        )
+        cache[project.pk] = set(Membership.objects.filter(user=user, project=project).values_list("role", flat=True))
     return cache[project.pk]
 
 

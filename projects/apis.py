@@ -51,8 +51,10 @@ class ImportJobOutput(JobOutput):
     already_present = serializers.IntegerField()
     exact_duplicates = serializers.IntegerField()
     refused = serializers.IntegerField()
-    errors = serializers.ListField(child=serializers.DictField(),
-                                   help_text="The first problems of each kind: {row, kind, reason, source_id, image}.")
+    errors = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="The first problems of each kind: {row, kind, reason, source_id, image}.",
+    )
     error_counts = serializers.DictField(child=serializers.IntegerField(), help_text="{kind: rows refused}.")
 
 
@@ -86,7 +88,9 @@ class JobApi(APIView):
     @extend_schema(responses={200: JobOutput, 403: ErrorOutput, 404: ErrorOutput})
     def get(self, request, slug, kind, job_id):
         project = project_get_for_user(user=request.user, slug=slug)
-        return Response(JobOutput(job_get_for_project(user=request.user, project=project, kind=kind, job_id=job_id)).data)
+        return Response(
+            JobOutput(job_get_for_project(user=request.user, project=project, kind=kind, job_id=job_id)).data
+        )
 
 
 class JobCancelApi(APIView):

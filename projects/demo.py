@@ -5,6 +5,7 @@ near-duplicate variants (recompressed, resized, slightly cropped), one template 
 different captions (distinct samples), and one exact pixel duplicate, so that every part of the
 pipeline has something to show.
 """
+
 from __future__ import annotations
 
 import io
@@ -130,7 +131,13 @@ def demo_truth(caption: str) -> dict:
                 "text_mention": mention,
                 "visual_region": [],
             }
-    return {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None, "visual_region": []}
+    return {
+        "label": "non-harmful",
+        "target_category": None,
+        "target_entity": None,
+        "text_mention": None,
+        "visual_region": [],
+    }
 
 
 def write_demo_source(folder: Path, *, limit: int | None = None) -> Path:
@@ -146,11 +153,19 @@ def write_demo_source(folder: Path, *, limit: int | None = None) -> Path:
         meme = _caption(base, caption)
         name = f"meme_{i:02d}.png" if i == EXACT_DUPLICATE_OF else f"meme_{i:02d}.jpg"
         (folder / name).write_bytes(_png(meme) if name.endswith(".png") else _jpeg(meme))
-        rows.append({
-            "image": name, "text": caption, "source_dataset": "concord-demo", "source_id": f"demo-{i:02d}",
-            "language": "en", "domain": "demo", "redistributable": i % 4 != 0,
-            "title": f"Demo meme {i}", "template": photo,
-        })
+        rows.append(
+            {
+                "image": name,
+                "text": caption,
+                "source_dataset": "concord-demo",
+                "source_id": f"demo-{i:02d}",
+                "language": "en",
+                "domain": "demo",
+                "redistributable": i % 4 != 0,
+                "title": f"Demo meme {i}",
+                "template": photo,
+            }
+        )
         if i in VARIANTS:
             kind = VARIANTS[i]
             if kind == "recompressed":
@@ -162,20 +177,36 @@ def write_demo_source(folder: Path, *, limit: int | None = None) -> Path:
                 data = _jpeg(meme.crop((dx, dy, meme.width - dx, meme.height - dy)))
             vname = f"meme_{i:02d}_{kind}.jpg"
             (folder / vname).write_bytes(data)
-            rows.append({
-                "image": vname, "text": caption, "source_dataset": "concord-demo-mirror",
-                "source_id": f"demo-{i:02d}-{kind}", "language": "en", "domain": "demo",
-                "redistributable": False, "title": f"Demo meme {i} ({kind} copy)", "template": photo,
-            })
+            rows.append(
+                {
+                    "image": vname,
+                    "text": caption,
+                    "source_dataset": "concord-demo-mirror",
+                    "source_id": f"demo-{i:02d}-{kind}",
+                    "language": "en",
+                    "domain": "demo",
+                    "redistributable": False,
+                    "title": f"Demo meme {i} ({kind} copy)",
+                    "template": photo,
+                }
+            )
     if limit is not None:
         return _write_manifest(folder, rows)
     dup = MEMES[EXACT_DUPLICATE_OF]
     (folder / "meme_exact_copy.png").write_bytes((folder / f"meme_{EXACT_DUPLICATE_OF:02d}.png").read_bytes())
-    rows.append({
-        "image": "meme_exact_copy.png", "text": dup[1] + " (reposted)", "source_dataset": "concord-demo-mirror",
-        "source_id": "demo-exact-copy", "language": "en", "domain": "demo", "redistributable": True,
-        "title": "Exact re-post", "template": dup[0],
-    })
+    rows.append(
+        {
+            "image": "meme_exact_copy.png",
+            "text": dup[1] + " (reposted)",
+            "source_dataset": "concord-demo-mirror",
+            "source_id": "demo-exact-copy",
+            "language": "en",
+            "domain": "demo",
+            "redistributable": True,
+            "title": "Exact re-post",
+            "template": dup[0],
+        }
+    )
     return _write_manifest(folder, rows)
 
 

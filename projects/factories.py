@@ -1,4 +1,5 @@
 """Test data made through the services, as users would make it."""
+
 from __future__ import annotations
 
 import io
@@ -27,8 +28,10 @@ def image_bytes(seed: int, *, size=(320, 240), fmt="JPEG") -> bytes:
     draw = ImageDraw.Draw(img)
     for _ in range(6):
         x1, y1 = rnd.randrange(size[0] - 20), rnd.randrange(size[1] - 20)
-        draw.rectangle([x1, y1, x1 + rnd.randrange(10, 80), y1 + rnd.randrange(10, 80)],
-                       fill=tuple(rnd.randrange(256) for _ in range(3)))
+        draw.rectangle(
+            [x1, y1, x1 + rnd.randrange(10, 80), y1 + rnd.randrange(10, 80)],
+            fill=tuple(rnd.randrange(256) for _ in range(3)),
+        )
     buf = io.BytesIO()
     img.save(buf, format=fmt)
     return buf.getvalue()
@@ -49,8 +52,9 @@ def items_create(project: Project, folder: Path, n: int, *, start: int = 0, text
         files[f"img{i}.jpg"] = image_bytes(i)
         text = texts[i - start] if texts else f"Meme number {i}: people from Planet Zorg again"
         rows.append({"image": f"img{i}.jpg", "text": text, "source_id": f"s{i}", "source_dataset": "test"})
-    job = import_job_run(job=import_job_create(project=project, user=None, source_name="test"),
-                         path=source_write(folder, rows, files))
+    job = import_job_run(
+        job=import_job_create(project=project, user=None, source_name="test"), path=source_write(folder, rows, files)
+    )
     assert not job.errors, job.errors
     return list(Item.objects.filter(project=project, source_id__in=[r["source_id"] for r in rows]).order_by("id"))
 

@@ -31,6 +31,7 @@ Conditional rules are declared on the spec, not coded per preset:
 - ``link_to: "visual"`` (checklist): items may name an item id of that checklist field; a link
   to a missing id is an error (MemeBench VIKR: Identity items name the Visual item they identify).
 """
+
 from __future__ import annotations
 
 import json
@@ -259,6 +260,7 @@ class FieldType:
 
 # ---------------------------------------------------------------------------------- choices
 
+
 class ChoiceType(FieldType):
     name = "choice"
     widget = "radio"
@@ -367,6 +369,7 @@ class MultiChoiceType(FieldType):
 
 # ---------------------------------------------------------------------------------- texts
 
+
 class EntityType(FieldType):
     name = "entity"
     widget = "entity"
@@ -401,7 +404,7 @@ class EntityType(FieldType):
         return f1_rel_batch(list(a), list(b), lexicon)
 
     def prompt_value(self, spec: dict) -> str:
-        return "a short noun phrase naming who is targeted (e.g. \"Muslim people\")"
+        return 'a short noun phrase naming who is targeted (e.g. "Muslim people")'
 
 
 class SpanType(FieldType):
@@ -522,12 +525,14 @@ class TextListType(FieldType):
 
 # ---------------------------------------------------------------------------------- boxes
 
+
 class BoxesType(FieldType):
     name = "boxes"
     widget = "boxes"
     label = "Boxes on the image"
-    agreement = Agreement(CONTINUOUS, "enclosing_iou", "share IoU ≥ 0.75", measure="IoU", shares=(0.75, 0.5),
-                          primary="share_0.75")
+    agreement = Agreement(
+        CONTINUOUS, "enclosing_iou", "share IoU ≥ 0.75", measure="IoU", shares=(0.75, 0.5), primary="share_0.75"
+    )
     threshold_key = "region_iou"
     roles = frozenset({"region", "grounding"})
     spec_keys = ("max_boxes",)
@@ -548,7 +553,8 @@ class BoxesType(FieldType):
             return "must be a list of boxes"
         for box in value:
             if not (
-                isinstance(box, list) and len(box) == 4
+                isinstance(box, list)
+                and len(box) == 4
                 and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in box)
             ):
                 return "each box must be [x1, y1, x2, y2]"
@@ -581,8 +587,10 @@ class BoxesType(FieldType):
         return [self._box(b, lenient=False) for b in value]
 
     def normalize_candidate(self, spec: dict, value: Any, ctx: Context) -> tuple[Any, list[str]]:
-        if isinstance(value, (list, tuple)) and len(value) == 4 and all(
-            isinstance(c, (int, float)) and not isinstance(c, bool) for c in value
+        if (
+            isinstance(value, (list, tuple))
+            and len(value) == 4
+            and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in value)
         ):
             value = [list(value)]  # a single bare box
         if not isinstance(value, list):
@@ -643,8 +651,10 @@ class BoxesType(FieldType):
         return f"{n} box{'es' if n != 1 else ''}: " + "; ".join("[" + ", ".join(str(c) for c in b) + "]" for b in value)
 
     def prompt_value(self, spec: dict) -> str:
-        return ("a list of boxes [x1, y1, x2, y2], integers normalized to [0, 1000] of the image width and height, "
-                "(x1, y1) top-left and (x2, y2) bottom-right, x1 < x2 and y1 < y2, one box per visual instance")
+        return (
+            "a list of boxes [x1, y1, x2, y2], integers normalized to [0, 1000] of the image width and height, "
+            "(x1, y1) top-left and (x2, y2) bottom-right, x1 < x2 and y1 < y2, one box per visual instance"
+        )
 
     def prompt_example(self, spec: dict) -> Any:
         return [["x1", "y1", "x2", "y2"]]
@@ -691,8 +701,10 @@ class ChecklistType(FieldType):
     def check_spec(self, spec: dict) -> None:
         lo, hi = spec.get("min_items", 1), spec.get("max_items", self.max_items)
         if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi <= MAX_DRAFT_LIST):
-            raise SchemaError(f"field {spec.get('name')!r}: min_items and max_items must be whole numbers, "
-                              f"0 <= min_items <= max_items <= {MAX_DRAFT_LIST}")
+            raise SchemaError(
+                f"field {spec.get('name')!r}: min_items and max_items must be whole numbers, "
+                f"0 <= min_items <= max_items <= {MAX_DRAFT_LIST}"
+            )
         link = spec.get("link_to")
         if link is not None and (not isinstance(link, str) or link == spec.get("name")):
             raise SchemaError(f"field {spec.get('name')!r}: link_to must name another checklist field")
@@ -721,8 +733,11 @@ class ChecklistType(FieldType):
         out, seen = [], set()
         prefix = spec.get("id_prefix", "")
         for i, entry in enumerate(items, start=1):
-            text = _clean_string(entry.get("text"), max_length=spec.get("max_length", self.max_length)) \
-                if isinstance(entry.get("text"), (str, type(None))) else None
+            text = (
+                _clean_string(entry.get("text"), max_length=spec.get("max_length", self.max_length))
+                if isinstance(entry.get("text"), (str, type(None)))
+                else None
+            )
             if text is None:
                 if lenient:
                     notes.append(f"item {i}: no text, dropped")
@@ -778,7 +793,8 @@ class ChecklistType(FieldType):
 
     def _matrix(self, a: list[dict], b: list[dict]) -> np.ndarray:
         return np.array([[token_f1(x.get("text"), y.get("text")) for y in b] for x in a], dtype=float).reshape(
-            len(a), len(b))
+            len(a), len(b)
+        )
 
     def similarity(self, spec: dict, a: Any, b: Any, *, lexicon: dict | None) -> float | None:
         """One-to-one best match of the items by token-F1, averaged over the longer list."""
@@ -800,11 +816,14 @@ class ChecklistType(FieldType):
 
     def prompt_value(self, spec: dict) -> str:
         lo, hi = spec.get("min_items", 1), spec.get("max_items", self.max_items)
-        desc = (f"a list of {lo} to {hi} short binary requirements, each an object "
-                f"{{\"id\": \"{spec.get('id_prefix', '')}1\", \"text\": \"...\"}} with a unique id")
+        desc = (
+            f"a list of {lo} to {hi} short binary requirements, each an object "
+            f'{{"id": "{spec.get("id_prefix", "")}1", "text": "..."}} with a unique id'
+        )
         if spec.get("link_to"):
-            desc += (f" and \"link\": the id of the {spec['link_to']} item it refers to"
-                     + ("" if spec.get("link_required") else " (or null)"))
+            desc += f' and "link": the id of the {spec["link_to"]} item it refers to' + (
+                "" if spec.get("link_required") else " (or null)"
+            )
         return desc
 
     def prompt_example(self, spec: dict) -> Any:
@@ -833,8 +852,12 @@ class PairListType(FieldType):
 
     def check_spec(self, spec: dict) -> None:
         parts = spec.get("parts", list(self.default_parts))
-        if (not isinstance(parts, list) or not 2 <= len(parts) <= 4 or len(set(parts)) != len(parts)
-                or not all(isinstance(p, str) and re.match(r"^[a-z][a-z0-9_]{0,30}$", p) for p in parts)):
+        if (
+            not isinstance(parts, list)
+            or not 2 <= len(parts) <= 4
+            or len(set(parts)) != len(parts)
+            or not all(isinstance(p, str) and re.match(r"^[a-z][a-z0-9_]{0,30}$", p) for p in parts)
+        ):
             raise SchemaError(f"field {spec.get('name')!r}: parts must be 2-4 distinct lower-case names")
         lo, hi = spec.get("min_items", 0), spec.get("max_items", self.max_items)
         if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi <= MAX_DRAFT_LIST):
@@ -867,8 +890,11 @@ class PairListType(FieldType):
             clean = {}
             for part in parts:
                 raw = entry.get(part)
-                text = _clean_string(raw, max_length=spec.get("max_length", self.max_length)) \
-                    if isinstance(raw, (str, type(None))) else None
+                text = (
+                    _clean_string(raw, max_length=spec.get("max_length", self.max_length))
+                    if isinstance(raw, (str, type(None)))
+                    else None
+                )
                 if text is None:
                     break
                 clean[part] = text
@@ -909,8 +935,9 @@ class PairListType(FieldType):
 
     def _matrix(self, spec: dict, a: list[dict], b: list[dict]) -> np.ndarray:
         parts = self.parts(spec)
-        return np.array([[sum(token_f1(x.get(p), y.get(p)) for p in parts) / len(parts) for y in b] for x in a],
-                        dtype=float).reshape(len(a), len(b))
+        return np.array(
+            [[sum(token_f1(x.get(p), y.get(p)) for p in parts) / len(parts) for y in b] for x in a], dtype=float
+        ).reshape(len(a), len(b))
 
     def similarity(self, spec: dict, a: Any, b: Any, *, lexicon: dict | None) -> float | None:
         """One-to-one best match of the pairs (mean token-F1 over the parts), over the longer list."""
@@ -920,8 +947,9 @@ class PairListType(FieldType):
         return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
 
     def pair_scores(self, spec: dict, a: Sequence[Any], b: Sequence[Any], *, lexicon: dict | None) -> np.ndarray:
-        return np.fromiter((_best_match(self._matrix(spec, x, y)) for x, y in zip(a, b)), dtype=np.float64,
-                           count=len(a))
+        return np.fromiter(
+            (_best_match(self._matrix(spec, x, y)) for x, y in zip(a, b)), dtype=np.float64, count=len(a)
+        )
 
     def display_text(self, spec: dict, value: Any) -> str:
         if not value:
@@ -935,9 +963,12 @@ class PairListType(FieldType):
 
     def prompt_value(self, spec: dict) -> str:
         parts = self.parts(spec)
-        return ("a list of objects {" + ", ".join(f"\"{p}\": \"...\"" for p in parts) + "}"
-                + (" (e.g. the element in the image and what it stands for)" if parts == list(self.default_parts)
-                   else ""))
+        return (
+            "a list of objects {"
+            + ", ".join(f'"{p}": "..."' for p in parts)
+            + "}"
+            + (" (e.g. the element in the image and what it stands for)" if parts == list(self.default_parts) else "")
+        )
 
     def prompt_example(self, spec: dict) -> Any:
         return [dict.fromkeys(self.parts(spec), "...")]
@@ -945,6 +976,15 @@ class PairListType(FieldType):
 
 REGISTRY: dict[str, FieldType] = {
     t.name: t
-    for t in (ChoiceType(), MultiChoiceType(), EntityType(), SpanType(), BoxesType(), FreeTextType(), TextListType(),
-              ChecklistType(), PairListType())
+    for t in (
+        ChoiceType(),
+        MultiChoiceType(),
+        EntityType(),
+        SpanType(),
+        BoxesType(),
+        FreeTextType(),
+        TextListType(),
+        ChecklistType(),
+        PairListType(),
+    )
 }

@@ -4,6 +4,7 @@ The projects app announces what happened; a higher app that must react subscribe
 AppConfig.ready(), so projects never imports it. Receivers run synchronously in the sender's
 transaction, in subscription order; they must be fast (enqueue work, don't do it).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

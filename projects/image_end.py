@@ -9,6 +9,7 @@ Each function walks its container's structure (segments, chunks, blocks), never 
 an end marker, which may occur inside the data. ``None`` means the structure could not be
 walked to its end; the caller then keeps Pillow's verdict (the file decoded).
 """
+
 from __future__ import annotations
 
 #: Bytes tolerated after the end: padding some tools add, which no parser gives a meaning.
@@ -32,7 +33,7 @@ def _jpeg_end(data: bytes) -> int | None:
             continue
         if i + 2 > n:
             return None
-        i += int.from_bytes(data[i:i + 2], "big")
+        i += int.from_bytes(data[i : i + 2], "big")
         if marker == 0xDA:  # SOS: entropy-coded data up to the next marker that is not RSTn or stuffing
             while True:
                 j = data.find(b"\xff", i)
@@ -52,8 +53,8 @@ def _jpeg_end(data: bytes) -> int | None:
 def _png_end(data: bytes) -> int | None:
     n, i = len(data), 8  # after the signature
     while i + 8 <= n:
-        length = int.from_bytes(data[i:i + 4], "big")
-        kind = data[i + 4:i + 8]
+        length = int.from_bytes(data[i : i + 4], "big")
+        kind = data[i + 4 : i + 8]
         i += 12 + length  # length, type, data, CRC
         if kind == b"IEND":
             return i if i <= n else None

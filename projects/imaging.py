@@ -6,6 +6,7 @@ stored file keeps its verified bytes under a content-addressed name whose extens
 the detected format, never from the uploaded name, and is served only with an image content
 type and ``nosniff`` (exports.views.item_image).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -102,8 +103,9 @@ def check_image(data: bytes) -> CheckedImage:
     extra = trailing_data(data, fmt)
     if extra:
         # A polyglot (JPEG + zip, GIF + script, ...): the file is stored and released verbatim.
-        raise ImageRejected(f"{extra:,} bytes of other data after the end of the image (refused: a file that is "
-                            "also something else)")
+        raise ImageRejected(
+            f"{extra:,} bytes of other data after the end of the image (refused: a file that is also something else)"
+        )
     ext = FORMAT_EXTENSIONS[fmt]
     orientation = img.getexif().get(_EXIF_ORIENTATION, 1)
     if orientation not in (1, None):

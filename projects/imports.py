@@ -8,6 +8,7 @@ Bounded: the manifest is streamed (projects.sources), every row, text and metada
 size limit, and the report keeps the first ``PROBLEMS_PER_KIND`` problems of each kind and
 counts the rest, so a million bad rows make a small page.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,8 +29,18 @@ from projects.sources import ImportSource, Limits, MissingFile, Problem, Row, So
 
 log = logging.getLogger(__name__)
 
-KNOWN_COLUMNS = {"image", "text", "title", "source_dataset", "source_id", "language", "domain", "license",
-                 "redistributable", "metadata"}
+KNOWN_COLUMNS = {
+    "image",
+    "text",
+    "title",
+    "source_dataset",
+    "source_id",
+    "language",
+    "domain",
+    "license",
+    "redistributable",
+    "metadata",
+}
 _TRUE = {"1", "true", "yes", "y", "redistributable", "open", "allowed"}
 _FALSE = {"", "0", "false", "no", "n", "restricted", "reference-only", "not-allowed"}
 PROBLEMS_PER_KIND = 50
@@ -47,17 +58,23 @@ def upload_save(*, uploaded_file) -> str:
             if size > settings.CONCORD_MAX_UPLOAD_BYTES:
                 fh.close()
                 path.unlink(missing_ok=True)
-                raise TooLarge(f"The upload is larger than {settings.CONCORD_MAX_UPLOAD_BYTES:,} bytes.",
-                               errors={"file": "too large"})
+                raise TooLarge(
+                    f"The upload is larger than {settings.CONCORD_MAX_UPLOAD_BYTES:,} bytes.",
+                    errors={"file": "too large"},
+                )
             fh.write(chunk)
     return str(path)
 
 
-def import_job_create(*, project: Project, user, source_name: str, source_path: str | Path = "",
-                      upload_path: str = "") -> ImportJob:
+def import_job_create(
+    *, project: Project, user, source_name: str, source_path: str | Path = "", upload_path: str = ""
+) -> ImportJob:
     return ImportJob.objects.create(
-        project=project, created_by=user if user is not None and user.is_authenticated else None,
-        source_name=source_name[:300], source_path=str(source_path or upload_path)[:500], upload_path=upload_path,
+        project=project,
+        created_by=user if user is not None and user.is_authenticated else None,
+        source_name=source_name[:300],
+        source_path=str(source_path or upload_path)[:500],
+        upload_path=upload_path,
     )
 
 
@@ -100,8 +117,12 @@ class _Report:
     """Counters and the bounded problem list of one import, checkpointed with the progress."""
 
     def __init__(self, job: ImportJob):
-        self.counts = {"imported": job.imported, "already_present": job.already_present,
-                       "exact_duplicates": job.exact_duplicates, "refused": job.refused}
+        self.counts = {
+            "imported": job.imported,
+            "already_present": job.already_present,
+            "exact_duplicates": job.exact_duplicates,
+            "refused": job.refused,
+        }
         self.errors: list[dict] = list(job.errors or [])
         self.error_counts: dict[str, int] = dict(job.error_counts or {})
 
@@ -111,10 +132,15 @@ class _Report:
         self.error_counts[problem.kind] = seen + 1
         if seen < PROBLEMS_PER_KIND:
             data = row.data if isinstance(row.data, dict) else {}
-            self.errors.append({
-                "row": row.number, "kind": problem.kind, "reason": problem.reason[:500],
-                "source_id": _short(data.get("source_id")), "image": _short(data.get("image")),
-            })
+            self.errors.append(
+                {
+                    "row": row.number,
+                    "kind": problem.kind,
+                    "reason": problem.reason[:500],
+                    "source_id": _short(data.get("source_id")),
+                    "image": _short(data.get("image")),
+                }
+            )
 
     def fields(self) -> dict:
         return {**self.counts, "errors": self.errors, "error_counts": self.error_counts}
@@ -143,8 +169,9 @@ def _import_work(job: ImportJob, progress: Progress) -> None:
                     report.refuse(row, row.problem)
                 else:
                     try:
-                        outcome, problem = _import_row(project=job.project, source=source, row=row.data,
-                                                       seen_source_ids=seen)
+                        outcome, problem = _import_row(
+                            project=job.project, source=source, row=row.data, seen_source_ids=seen
+                        )
                     except Exception as exc:
                         log.exception("import job %s row %s failed", job.pk, row.number)
                         outcome, problem = "error", Problem("internal", f"unexpected error ({type(exc).__name__})")
@@ -203,18 +230,25 @@ def _check_row(row: dict) -> tuple[dict | None, Problem | None]:
     metadata = {**metadata, **{k: v for k, v in row.items() if k not in KNOWN_COLUMNS}}
     size = len(json.dumps(metadata, ensure_ascii=False, default=str))
     if size > settings.CONCORD_IMPORT_MAX_METADATA_BYTES:
-        return None, Problem("metadata_too_large",
-                             f"metadata of {size:,} bytes (limit {settings.CONCORD_IMPORT_MAX_METADATA_BYTES:,})")
+        return None, Problem(
+            "metadata_too_large", f"metadata of {size:,} bytes (limit {settings.CONCORD_IMPORT_MAX_METADATA_BYTES:,})"
+        )
     return {
-        "image": image_ref, "text": text, "source_id": source_id, "redistributable": redistributable,
-        "metadata": metadata, "title": str(row.get("title") or "")[:500],
-        "source_dataset": str(row.get("source_dataset") or "")[:200], "language": str(row.get("language") or "")[:20],
+        "image": image_ref,
+        "text": text,
+        "source_id": source_id,
+        "redistributable": redistributable,
+        "metadata": metadata,
+        "title": str(row.get("title") or "")[:500],
+        "source_dataset": str(row.get("source_dataset") or "")[:200],
+        "language": str(row.get("language") or "")[:20],
         "domain": str(row.get("domain") or "")[:100],
     }, None
 
 
-def _import_row(*, project: Project, source: ImportSource, row: dict,
-                seen_source_ids: set[int]) -> tuple[str, Problem | None]:
+def _import_row(
+    *, project: Project, source: ImportSource, row: dict, seen_source_ids: set[int]
+) -> tuple[str, Problem | None]:
     """Import one manifest row: (imported | duplicate | present | error, problem)."""
     clean, problem = _check_row(row)
     if problem is not None:
@@ -240,16 +274,30 @@ def _import_row(*, project: Project, source: ImportSource, row: dict,
     rel = store_image(checked)
     first = (
         Item.objects.filter(project=project, pixel_hash=checked.pixel_hash, duplicate_of__isnull=True)
-        .order_by("id").only("id").first()
+        .order_by("id")
+        .only("id")
+        .first()
     )
     try:
         with transaction.atomic():
             Item.objects.create(
-                project=project, import_key=key, image=rel, image_sha256=checked.sha256,
-                image_format=checked.image_format, width=checked.width, height=checked.height,
-                pixel_hash=checked.pixel_hash, phash=checked.phash, text=clean["text"], title=clean["title"],
-                source_dataset=clean["source_dataset"], source_id=source_id, language=clean["language"],
-                domain=clean["domain"], redistributable=clean["redistributable"], metadata=clean["metadata"],
+                project=project,
+                import_key=key,
+                image=rel,
+                image_sha256=checked.sha256,
+                image_format=checked.image_format,
+                width=checked.width,
+                height=checked.height,
+                pixel_hash=checked.pixel_hash,
+                phash=checked.phash,
+                text=clean["text"],
+                title=clean["title"],
+                source_dataset=clean["source_dataset"],
+                source_id=source_id,
+                language=clean["language"],
+                domain=clean["domain"],
+                redistributable=clean["redistributable"],
+                metadata=clean["metadata"],
                 duplicate_of=first,
             )
     except IntegrityError:

@@ -33,16 +33,21 @@ class Project(models.Model):
     schema_version = models.PositiveIntegerField(default=1, help_text="Increments with every schema change.")
     guideline = models.TextField(blank=True, help_text="Guideline and taxonomy shown to annotators.")
     annotators_per_item = models.PositiveSmallIntegerField(default=2, help_text="N distinct annotators per item.")
-    thresholds = models.JSONField(default=dict, blank=True, help_text="Disagreement thresholds overriding SPEC defaults.")
+    thresholds = models.JSONField(
+        default=dict, blank=True, help_text="Disagreement thresholds overriding SPEC defaults."
+    )
     auto_merge_rules = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text="Rules that settle minor differences without a reviewer: entity_canonical, boxes_mean.",
     )
     claim_timeout_minutes = models.PositiveIntegerField(default=60)
     session_item_cap = models.PositiveIntegerField(
         default=0, help_text="Most items an annotator may submit per session (welfare); 0 = no cap."
     )
-    phash_threshold = models.PositiveSmallIntegerField(default=8, help_text="Hamming distance for near-duplicate pairs.")
+    phash_threshold = models.PositiveSmallIntegerField(
+        default=8, help_text="Hamming distance for near-duplicate pairs."
+    )
     split_ratios = models.JSONField(default=list, blank=True, help_text="[train, val, test], default 85/5/10.")
     split_seed = models.IntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -107,7 +112,11 @@ class Item(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     stage = models.CharField(max_length=20, choices=Stage.choices, default=Stage.NEW, db_index=True)
     duplicate_of = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="exact_duplicates",
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="exact_duplicates",
         help_text="First imported item with the same decoded pixels.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -138,14 +147,18 @@ class ImportJob(Job):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
     source_name = models.CharField(max_length=300, help_text="Uploaded file name or path.")
     source_path = models.CharField(max_length=500, blank=True, help_text="Folder or zip the rows are read from.")
-    upload_path = models.CharField(max_length=500, blank=True,
-                                   help_text="Temporary upload, deleted when the job ends (never served).")
+    upload_path = models.CharField(
+        max_length=500, blank=True, help_text="Temporary upload, deleted when the job ends (never served)."
+    )
     imported = models.PositiveIntegerField(default=0)
     already_present = models.PositiveIntegerField(default=0)
     exact_duplicates = models.PositiveIntegerField(default=0)
     refused = models.PositiveIntegerField(default=0, help_text="Rows refused, all kinds together.")
-    errors = models.JSONField(default=list, help_text="[{row, source_id, image, reason, kind}]: the first "
-                              "problems of each kind (see error_counts for the totals).")
+    errors = models.JSONField(
+        default=list,
+        help_text="[{row, source_id, image, reason, kind}]: the first "
+        "problems of each kind (see error_counts for the totals).",
+    )
     error_counts = models.JSONField(default=dict, help_text="{kind: number of rows refused for it}.")
 
     class Meta:

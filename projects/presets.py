@@ -4,6 +4,7 @@ meme3w: harmtrace-meme3w.txt Eq. 1, Appendix A.1 (taxonomy, harmfulness definiti
 and A.2 (the six annotation guidelines). aha: aha-memes.txt section 3.4 and Appendix B.1.
 memecap: memecap.txt (literal caption, visual metaphors, meme captions).
 """
+
 from __future__ import annotations
 
 from metrics.entity import TABLE8_LEXICON
@@ -54,7 +55,13 @@ only: take a whole candidate or one field, then revise anything the evidence doe
 MEME3W_SCHEMA = {
     "version": 1,
     "fields": [
-        {"name": "label", "type": "choice", "label": "Harmfulness", "choices": ["harmful", "non-harmful"], "required": True},
+        {
+            "name": "label",
+            "type": "choice",
+            "label": "Harmfulness",
+            "choices": ["harmful", "non-harmful"],
+            "required": True,
+        },
         {
             "name": "target_category",
             "type": "choice",
@@ -89,7 +96,16 @@ MEME3W_SCHEMA = {
     ],
 }
 
-AHA_HATEFUL_TYPES = ["Mocking", "Incitement", "Dehumanization", "Slurs", "Contempt", "Inferiority", "Exclusion", "Other"]
+AHA_HATEFUL_TYPES = [
+    "Mocking",
+    "Incitement",
+    "Dehumanization",
+    "Slurs",
+    "Contempt",
+    "Inferiority",
+    "Exclusion",
+    "Other",
+]
 AHA_NON_HATEFUL_TYPES = ["Humor", "Sarcasm", "Other"]
 AHA_PROTECTED_CATEGORIES = [
     "ethnicity",
@@ -128,7 +144,13 @@ positive or informational content).
 AHA_SCHEMA = {
     "version": 1,
     "fields": [
-        {"name": "is_hateful", "type": "choice", "label": "Hateful?", "choices": ["Hateful", "Not-Hateful"], "required": True},
+        {
+            "name": "is_hateful",
+            "type": "choice",
+            "label": "Hateful?",
+            "choices": ["Hateful", "Not-Hateful"],
+            "required": True,
+        },
         {
             "name": "hateful_type",
             "type": "multichoice",
@@ -173,8 +195,12 @@ MEMECAP_SCHEMA = {
 }
 
 PRESETS = {
-    "meme3w": {"schema": MEME3W_SCHEMA, "guideline": MEME3W_GUIDELINE, "annotators_per_item": 2,
-               "lexicon": {"entries": TABLE8_LEXICON, "note": "Seeded from Meme3W Table 8"}},
+    "meme3w": {
+        "schema": MEME3W_SCHEMA,
+        "guideline": MEME3W_GUIDELINE,
+        "annotators_per_item": 2,
+        "lexicon": {"entries": TABLE8_LEXICON, "note": "Seeded from Meme3W Table 8"},
+    },
     "aha": {"schema": AHA_SCHEMA, "guideline": AHA_GUIDELINE, "annotators_per_item": 3},
     "memecap": {"schema": MEMECAP_SCHEMA, "guideline": MEMECAP_GUIDELINE, "annotators_per_item": 2},
 }

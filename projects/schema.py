@@ -1,4 +1,5 @@
 """A project's annotation schema: field specs + the conditional rules between them."""
+
 from __future__ import annotations
 
 import re
@@ -46,8 +47,9 @@ class Schema:
                 raise SchemaError(f"field {name!r}: unknown type {spec.get('type')!r} (known: {', '.join(REGISTRY)})")
             REGISTRY[spec["type"]].check_spec(spec)
             threshold = spec.get("threshold")
-            if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
-                                          or not 0 <= threshold <= 1):
+            if threshold is not None and (
+                isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1
+            ):
                 raise SchemaError(f"field {name!r}: threshold must be a number between 0 and 1")
             cond = spec.get("visible_if")
             if cond is not None and (
@@ -55,9 +57,7 @@ class Schema:
                 or cond.get("field") not in self.by_name
                 or not isinstance(cond.get("in"), list)
             ):
-                raise SchemaError(
-                    f"field {name!r}: visible_if must name an earlier field and list values under 'in'"
-                )
+                raise SchemaError(f"field {name!r}: visible_if must name an earlier field and list values under 'in'")
             self.by_name[name] = spec
         for spec in self.fields:
             target = spec.get("link_to")
@@ -146,7 +146,9 @@ class Schema:
                 removed.append({"field": name, "reason": "missing", "value": None})
                 continue
             value = raw[name]
-            if ftype.is_absent(spec, value) or (isinstance(value, str) and value.strip().lower() in ("", "null", "none")):
+            if ftype.is_absent(spec, value) or (
+                isinstance(value, str) and value.strip().lower() in ("", "null", "none")
+            ):
                 out[name] = ftype.absent(spec)
                 continue
             if not self.is_visible(spec, out):
@@ -168,11 +170,15 @@ class Schema:
                     removed.append({"field": name, "reason": problem, "value": out.pop(name)})
         return out, removed
 
-    def compare(self, a: dict, b: dict, *, thresholds: dict | None = None, lexicon: dict | None = None) -> dict[str, str]:
+    def compare(
+        self, a: dict, b: dict, *, thresholds: dict | None = None, lexicon: dict | None = None
+    ) -> dict[str, str]:
         """Per-field agree / minor / disagree between two annotations (SPEC section 3)."""
         th = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
         return {
-            s["name"]: REGISTRY[s["type"]].compare(s, a.get(s["name"]), b.get(s["name"]), thresholds=th, lexicon=lexicon)
+            s["name"]: REGISTRY[s["type"]].compare(
+                s, a.get(s["name"]), b.get(s["name"]), thresholds=th, lexicon=lexicon
+            )
             for s in self.fields
         }
 

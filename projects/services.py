@@ -1,4 +1,5 @@
 """Write paths of projects: creating them with a preset, schema versions, memberships, stages."""
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -59,4 +60,3 @@ def item_stage_set(*, item: Item, stage: str) -> None:
 def heartbeat_record(*, token: str, hostname: str) -> WorkerHeartbeat:
     beat, _ = WorkerHeartbeat.objects.get_or_create(token=token, defaults={"hostname": hostname})
     return beat
-

@@ -10,6 +10,7 @@ Uploads are hostile until proven otherwise:
   refused on its own with a reason; reading stops after ``max_rows`` rows, and the rest is
   reported once.
 """
+
 from __future__ import annotations
 
 import csv
@@ -217,8 +218,15 @@ class ImportSource:
             yield from self._jsonl_rows(limits)
 
     def _too_many(self, number: int, limits: Limits) -> Row:
-        return Row(number, None, Problem("too_many_rows", f"the manifest has more than {limits.max_rows:,} rows: "
-                                         "this row and the rest were not read (split the upload)"))
+        return Row(
+            number,
+            None,
+            Problem(
+                "too_many_rows",
+                f"the manifest has more than {limits.max_rows:,} rows: "
+                "this row and the rest were not read (split the upload)",
+            ),
+        )
 
     def _jsonl_rows(self, limits: Limits) -> Iterator[Row]:
         count = 0
@@ -259,8 +267,10 @@ class ImportSource:
             lines = _bounded_lines(fh, limits.max_row_bytes)
             # csv reads physical lines (a quoted cell may span several): blank lines are dropped
             # here, which csv would skip anyway.
-            text = (("\x00__too_long__\n" if line is None else line.decode("utf-8", errors="surrogateescape") + "\n")
-                    for _, line in lines)
+            text = (
+                ("\x00__too_long__\n" if line is None else line.decode("utf-8", errors="surrogateescape") + "\n")
+                for _, line in lines
+            )
             first = next(text, "")
             if first.startswith("\ufeff"):
                 first = first[1:]

@@ -1,4 +1,5 @@
 """Celery tasks of the projects app: thin, idempotent, one service call each."""
+
 from __future__ import annotations
 
 import socket
@@ -12,8 +13,14 @@ from projects.services import heartbeat_record
 # acks_late + the job mechanism's heartbeat: a killed worker's import is taken over and resumes
 # after its last checkpoint (rows are idempotent). The hard limit stays below the broker's
 # visibility timeout so a running import is never delivered twice.
-IMPORT_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "max_retries": 0,
-                  "soft_time_limit": 6600, "time_limit": 6900, "ignore_result": True}
+IMPORT_OPTIONS = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "max_retries": 0,
+    "soft_time_limit": 6600,
+    "time_limit": 6900,
+    "ignore_result": True,
+}
 
 
 @shared_task(name="projects.import_items", **IMPORT_OPTIONS)

@@ -16,5 +16,7 @@ api_urlpatterns = [
     path("projects/<slug:slug>/imports/", apis.ImportStartApi.as_view(), name="api_import_start"),
     path("projects/<slug:slug>/imports/<int:job_id>/", apis.ImportJobApi.as_view(), name="api_import_job"),
     path("projects/<slug:slug>/jobs/<slug:kind>/<int:job_id>/", apis.JobApi.as_view(), name="api_job"),
-    path("projects/<slug:slug>/jobs/<slug:kind>/<int:job_id>/cancel", apis.JobCancelApi.as_view(), name="api_job_cancel"),
+    path(
+        "projects/<slug:slug>/jobs/<slug:kind>/<int:job_id>/cancel", apis.JobCancelApi.as_view(), name="api_job_cancel"
+    ),
 ]

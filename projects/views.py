@@ -53,9 +53,15 @@ def import_page(request, slug):
 
 
 def _job_response(request, project, job):
-    response = render(request, "jobs/_progress.html", {
-        "project": project, "job": job, "can_cancel": Role.LEAD in project.user_roles,
-    })
+    response = render(
+        request,
+        "jobs/_progress.html",
+        {
+            "project": project,
+            "job": job,
+            "can_cancel": Role.LEAD in project.user_roles,
+        },
+    )
     if job.finished:
         # Regions of the page that show the job's result refresh themselves on this event.
         response["HX-Trigger"] = json.dumps({"job-finished": {"kind": job.kind, "id": job.pk, "status": job.status}})

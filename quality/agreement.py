@@ -35,6 +35,7 @@ weighted sums of per-item contributions, so 1,000 resamples of 1M items take sec
 same number of resamples at every size (``RESAMPLES``), percentile 95% CIs, fixed seed: same
 data, same figures, byte for byte.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -69,12 +70,12 @@ DIGITS = 6
 
 SCOPES = {
     "both": "items where every annotator's record makes the field applicable (e.g. both marked the meme "
-            "harmful): field-specific agreement, as in Meme3W Stage 2; a harmfulness disagreement is measured "
-            "once, by the label figure, not again in every target field",
+    "harmful): field-specific agreement, as in Meme3W Stage 2; a harmfulness disagreement is measured "
+    "once, by the label figure, not again in every target field",
     "either": "items where at least one record makes the field applicable (e.g. at least one marked the meme "
-              "harmful): a harmful/non-harmful disagreement also counts against every target field",
+    "harmful): a harmful/non-harmful disagreement also counts against every target field",
     "all": "all items of the report, including those where the field applies to no record (pairs of absent "
-           "values count as agreement)",
+    "values count as agreement)",
 }
 DEFAULT_SCOPE = "both"
 SCOPE_SHORT = {
@@ -89,8 +90,10 @@ def rnd(x: float | None) -> float | None:
 
 
 def method_text(n: int = RESAMPLES) -> str:
-    return (f"percentile {round(LEVEL * 100)}% CI over items from {n:,} bootstrap resamples, one resample of the "
-            f"report's items shared by every figure (metrics.resample), seed {SEED}")
+    return (
+        f"percentile {round(LEVEL * 100)}% CI over items from {n:,} bootstrap resamples, one resample of the "
+        f"report's items shared by every figure (metrics.resample), seed {SEED}"
+    )
 
 
 @dataclass(frozen=True)
@@ -115,11 +118,19 @@ def field_plans(schema) -> list[FieldPlan]:
     plans = []
     for spec in schema.fields:
         ftype = schema.type_of(spec["name"])
-        plans.append(FieldPlan(
-            name=spec["name"], label=spec.get("label") or spec["name"], type=spec["type"],
-            metric=ftype.agreement.metric, kind=ftype.agreement.family, conditional=spec.get("visible_if") is not None,
-            choices=tuple(spec.get("choices", ())), spec=spec, ftype=ftype,
-        ))
+        plans.append(
+            FieldPlan(
+                name=spec["name"],
+                label=spec.get("label") or spec["name"],
+                type=spec["type"],
+                metric=ftype.agreement.metric,
+                kind=ftype.agreement.family,
+                conditional=spec.get("visible_if") is not None,
+                choices=tuple(spec.get("choices", ())),
+                spec=spec,
+                ftype=ftype,
+            )
+        )
     return plans
 
 
@@ -220,11 +231,23 @@ def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon) -> _
     elif a.family == MULTILABEL:
         labels = list(plan.choices)
         ratings = LabelRatings.from_items(_rater_items(rows_all, raters, mask), labels)
-        figures.append(("kappa", "per-label κ, macro over labels and annotator pairs",
-                        pairwise_label_kappa_contributions(ratings, mask), True))
+        figures.append(
+            (
+                "kappa",
+                "per-label κ, macro over labels and annotator pairs",
+                pairwise_label_kappa_contributions(ratings, mask),
+                True,
+            )
+        )
         if width > 2:
-            figures.append(("alpha", "Krippendorff's α (binary per label, mean over labels)",
-                            label_alpha_contributions(ratings, mask), False))
+            figures.append(
+                (
+                    "alpha",
+                    "Krippendorff's α (binary per label, mean over labels)",
+                    label_alpha_contributions(ratings, mask),
+                    False,
+                )
+            )
         figures.append(("exact", "identical label sets", mean_contributions(scores_all, mask), False))
         by_rater = LabelRatings.from_items([d for d in _rater_items(rows_all, raters, mask) if d], labels).by_rater()
         extra["per_label_kappa"] = {x: rnd(macro_pairwise_kappa(by_rater, [x])) for x in labels} if by_rater else {}
@@ -233,8 +256,14 @@ def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon) -> _
         for t in a.shares:
             per_item = np.zeros(len(units))
             per_item[idx] = _pair_means(plan, rows, lexicon, threshold=t)
-            share_figs.append((f"share_{t:g}", f"share {a.measure} ≥ {t:g}", mean_contributions(per_item, mask),
-                               a.primary == f"share_{t:g}"))
+            share_figs.append(
+                (
+                    f"share_{t:g}",
+                    f"share {a.measure} ≥ {t:g}",
+                    mean_contributions(per_item, mask),
+                    a.primary == f"share_{t:g}",
+                )
+            )
         mean_fig = ("mean", f"mean {a.measure}", mean_contributions(scores_all, mask), a.primary == "mean")
         # The primary figure first (Meme3W Stage 2 reports IoU@0.75 for regions, means otherwise).
         figures = [mean_fig, *share_figs] if a.primary == "mean" else [*share_figs, mean_fig]
@@ -243,16 +272,33 @@ def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon) -> _
     return _Pending(plan, item_ids, item_scores, figures, extra)
 
 
-def figure(key: str, label: str, estimate: Estimate | None, n: int, *, primary: bool, value: float | None = None) -> dict:
+def figure(
+    key: str, label: str, estimate: Estimate | None, n: int, *, primary: bool, value: float | None = None
+) -> dict:
     value = estimate.value if estimate is not None else value
     ci = [rnd(estimate.ci[0]), rnd(estimate.ci[1])] if estimate is not None and estimate.ci else None
-    return {"key": key, "label": label, "value": rnd(value), "ci": ci, "n": n, "primary": primary,
-            "resamples": estimate.resamples if ci is not None else 0}
+    return {
+        "key": key,
+        "label": label,
+        "value": rnd(value),
+        "ci": ci,
+        "n": n,
+        "primary": primary,
+        "resamples": estimate.resamples if ci is not None else 0,
+    }
 
 
-def agreement_figures(schema, units: list[Unit], *, lexicon: dict | None, scope: str = DEFAULT_SCOPE,
-                      with_ci: bool = True, resamples: int = RESAMPLES, seed: int = SEED,
-                      progress: Callable[[int, int], None] | None = None) -> list[FieldResult]:
+def agreement_figures(
+    schema,
+    units: list[Unit],
+    *,
+    lexicon: dict | None,
+    scope: str = DEFAULT_SCOPE,
+    with_ci: bool = True,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[FieldResult]:
     """Every field's figures over ``units`` (each with two or more records)."""
     plans = field_plans(schema)
     pending = []
@@ -269,10 +315,12 @@ def agreement_figures(schema, units: list[Unit], *, lexicon: dict | None, scope:
         figs = []
         for key, label, c, primary in p.figures:
             est = estimates.get((p.plan.name, key))
-            figs.append(figure(key, label, est, len(p.item_ids), primary=primary,
-                               value=None if est is not None else c.point()))
-        results.append(FieldResult(plan=p.plan, figures=figs, item_ids=p.item_ids, item_scores=p.item_scores,
-                                   extra=p.extra))
+            figs.append(
+                figure(key, label, est, len(p.item_ids), primary=primary, value=None if est is not None else c.point())
+            )
+        results.append(
+            FieldResult(plan=p.plan, figures=figs, item_ids=p.item_ids, item_scores=p.item_scores, extra=p.extra)
+        )
     return results
 
 
@@ -297,8 +345,14 @@ def headline(results: list[FieldResult]) -> list[dict]:
     out = []
     for r in results:
         if r.plan in plans and r.primary is not None:
-            out.append({"field": r.plan.name, "label": r.plan.label, "metric": r.plan.agreement.label,
-                        **{k: r.primary[k] for k in ("key", "value", "ci", "n")}})
+            out.append(
+                {
+                    "field": r.plan.name,
+                    "label": r.plan.label,
+                    "metric": r.plan.agreement.label,
+                    **{k: r.primary[k] for k in ("key", "value", "ci", "n")},
+                }
+            )
     return out
 
 
@@ -314,8 +368,9 @@ def slot_count(units: list[Unit]) -> int:
 REFERENCE_SCOPE = "either"
 
 
-def reference_scores(schema, pairs: list[tuple[dict, dict]], item_ids: list[int], *, lexicon: dict | None,
-                     with_ci: bool = True) -> list[FieldResult]:
+def reference_scores(
+    schema, pairs: list[tuple[dict, dict]], item_ids: list[int], *, lexicon: dict | None, with_ci: bool = True
+) -> list[FieldResult]:
     """Each field of ``(reference, other)`` records compared (audit: gold vs blind; models)."""
     units = [Unit(item_id=i, values=(ref, other), annotators=(0, 1)) for i, (ref, other) in zip(item_ids, pairs)]
     return agreement_figures(schema, units, lexicon=lexicon, scope=REFERENCE_SCOPE, with_ci=with_ci)
@@ -328,7 +383,15 @@ def table9(results: list[FieldResult]) -> dict:
     for r in results:
         if r.plan in plans:
             p = r.primary
-            rows.append({"field": r.plan.name, "label": r.plan.label, "metric": r.plan.agreement.label,
-                         "value": p["value"] if p else None, "ci": p["ci"] if p else None, "n": len(r.item_ids)})
+            rows.append(
+                {
+                    "field": r.plan.name,
+                    "label": r.plan.label,
+                    "metric": r.plan.agreement.label,
+                    "value": p["value"] if p else None,
+                    "ci": p["ci"] if p else None,
+                    "n": len(r.item_ids),
+                }
+            )
     defined = [row["value"] for row in rows if row["value"] is not None]
     return {"rows": rows, "mean": rnd(sum(defined) / len(defined)) if defined and len(defined) == len(rows) else None}

@@ -1,5 +1,6 @@
 """Dashboard analytics of the agreement data (no Django): agreement over time, confusion
 matrices, similarity histograms and the items annotators disagreed on most."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -67,8 +68,14 @@ def confusions(schema, units: list[Unit], *, max_pairs: int = 4) -> list[dict]:
         ranked = sorted(per_pair.items(), key=lambda kv: (-len(kv[1][0]), kv[0]))[:max_pairs]
         for (x, y), (a, b) in ranked:
             matrices.append({"pair": [x, y], **_matrix(a, b, cats)})
-        out.append({"field": plan.name, "label": plan.label, "categories": [c if c is not None else NO_VALUE for c in cats],
-                    "matrices": matrices})
+        out.append(
+            {
+                "field": plan.name,
+                "label": plan.label,
+                "categories": [c if c is not None else NO_VALUE for c in cats],
+                "matrices": matrices,
+            }
+        )
     return out
 
 
@@ -94,9 +101,16 @@ def histograms(results: list[FieldResult]) -> list[dict]:
         if r.plan.kind != CONTINUOUS:
             continue
         counts, _ = np.histogram(np.clip(r.item_scores, 0.0, 1.0), bins=HIST_BINS, range=(0.0, 1.0))
-        out.append({"field": r.plan.name, "label": r.plan.label, "measure": r.plan.agreement.measure,
-                    "counts": [int(c) for c in counts], "n": int(r.item_scores.size),
-                    "threshold": r.plan.agreement.shares[0] if r.plan.agreement.shares else None})
+        out.append(
+            {
+                "field": r.plan.name,
+                "label": r.plan.label,
+                "measure": r.plan.agreement.measure,
+                "counts": [int(c) for c in counts],
+                "n": int(r.item_scores.size),
+                "threshold": r.plan.agreement.shares[0] if r.plan.agreement.shares else None,
+            }
+        )
     return out
 
 
@@ -110,9 +124,8 @@ def worst_items(results: list[FieldResult], *, limit: int = 15) -> list[dict]:
     for item_id, scores in per_item.items():
         mean = sum(scores.values()) / len(scores)
         if mean < 1.0:
-            rows.append({"item_id": item_id, "score": rnd(mean),
-                         "fields": {k: rnd(v) for k, v in scores.items() if v < 1.0}})
+            rows.append(
+                {"item_id": item_id, "score": rnd(mean), "fields": {k: rnd(v) for k, v in scores.items() if v < 1.0}}
+            )
     rows.sort(key=lambda r: (r["score"], r["item_id"]))
     return rows[:limit]
-
-

@@ -1,5 +1,6 @@
 """Anchoring (leads only: hidden model identities and annotator names): how annotators used
 each hidden candidate model, and the models' own scores against gold."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -82,8 +83,11 @@ def anchoring_report(*, project: Project, with_gold_scores: bool = True) -> dict
                 bucket["edited"] += int(edited)
 
     def rates(b: dict) -> dict:
-        return {**b, "take_rate": agreement.rnd(b["taken"] / b["offered"]) if b["offered"] else None,
-                "edit_rate": agreement.rnd(b["edited"] / b["taken"]) if b["taken"] else None}
+        return {
+            **b,
+            "take_rate": agreement.rnd(b["taken"] / b["offered"]) if b["offered"] else None,
+            "edit_rate": agreement.rnd(b["edited"] / b["taken"]) if b["taken"] else None,
+        }
 
     ordered = sorted(provider_info.items(), key=lambda kv: (kv[1]["name"], kv[0]))
     models = []
@@ -93,25 +97,47 @@ def anchoring_report(*, project: Project, with_gold_scores: bool = True) -> dict
         models.append({"provider": info["name"], "model": info["model"], "fields": fields, "total": rates(total)})
     annotators = sorted({a[2] for a in anns})
     by_annotator = [
-        {"annotator": u, "fields_with_candidates": annotator_fields[u],
-         "models": [{"provider": info["name"], **rates(per_annotator[(u, pid)])} for pid, info in ordered]}
+        {
+            "annotator": u,
+            "fields_with_candidates": annotator_fields[u],
+            "models": [{"provider": info["name"], **rates(per_annotator[(u, pid)])} for pid, info in ordered],
+        }
         for u in annotators
     ]
     lean = _lean_claim(models, provider_ids, provider_info, offered_taken)
-    gold_rows = list(
-        GoldRecord.objects.filter(item__project=project, is_current=True, item__stage=Stage.GOLD)
-        .order_by("item_id").values_list("item_id", "values")
-    ) if with_gold_scores else []
+    gold_rows = (
+        list(
+            GoldRecord.objects.filter(item__project=project, is_current=True, item__stage=Stage.GOLD)
+            .order_by("item_id")
+            .values_list("item_id", "values")
+        )
+        if with_gold_scores
+        else []
+    )
     _, lexicon = lexicon_current(project=project) if gold_rows else (None, None)
-    gold_scores = model_scores(
-        schema=schema, item_ids=[i for i, _ in gold_rows], lexicon=lexicon,
-        references={"gold": [v for _, v in gold_rows]},
-    ) if gold_rows else None
+    gold_scores = (
+        model_scores(
+            schema=schema,
+            item_ids=[i for i, _ in gold_rows],
+            lexicon=lexicon,
+            references={"gold": [v for _, v in gold_rows]},
+        )
+        if gold_rows
+        else None
+    )
     return {
         "fields": names,
         "models": models,
-        "own_values": [{"field": f, **own[f], "own_rate": agreement.rnd(own[f]["own"] / own[f]["with_candidates"])
-                        if own[f]["with_candidates"] else None} for f in names],
+        "own_values": [
+            {
+                "field": f,
+                **own[f],
+                "own_rate": agreement.rnd(own[f]["own"] / own[f]["with_candidates"])
+                if own[f]["with_candidates"]
+                else None,
+            }
+            for f in names
+        ],
         "by_annotator": by_annotator,
         "most_taken": lean["provider"],
         "most_taken_note": lean["note"],
@@ -126,9 +152,12 @@ def _lean_claim(models: list[dict], provider_ids: list[int], provider_info: dict
     (bootstrap over annotations, the report's one CI method); otherwise say the data cannot tell."""
     if not provider_ids or not offered_taken.size:
         return {"provider": None, "note": "no submitted annotation with candidates yet"}
-    figures = {pid: Contributions(offered_taken[:, 2 * j: 2 * j + 2], ratio_from_sums,
-                                  int((offered_taken[:, 2 * j + 1] > 0).sum()), str(pid))
-               for j, pid in enumerate(provider_ids)}
+    figures = {
+        pid: Contributions(
+            offered_taken[:, 2 * j : 2 * j + 2], ratio_from_sums, int((offered_taken[:, 2 * j + 1] > 0).sum()), str(pid)
+        )
+        for j, pid in enumerate(provider_ids)
+    }
     est = bootstrap_figures(figures, n=agreement.RESAMPLES, seed=agreement.SEED)
     by_name = {provider_info[pid]["name"]: est[pid] for pid in provider_ids}
     for m in models:
@@ -142,7 +171,12 @@ def _lean_claim(models: list[dict], provider_ids: list[int], provider_info: dict
     if top.value == 0:
         return {"provider": None, "note": "annotators took no candidate value"}
     if all(top.ci[0] > e.ci[1] for e in others):
-        return {"provider": top_name, "note": f"take rate {agreement.rnd(top.value)} (95% CI {agreement.rnd(top.ci[0])}"
-                                              f"–{agreement.rnd(top.ci[1])}), above every other model's CI"}
-    return {"provider": None, "note": "the take rates' 95% CIs overlap: the data cannot tell which model annotators "
-                                      "lean on most"}
+        return {
+            "provider": top_name,
+            "note": f"take rate {agreement.rnd(top.value)} (95% CI {agreement.rnd(top.ci[0])}"
+            f"–{agreement.rnd(top.ci[1])}), above every other model's CI",
+        }
+    return {
+        "provider": None,
+        "note": "the take rates' 95% CIs overlap: the data cannot tell which model annotators lean on most",
+    }

@@ -4,6 +4,7 @@ Access: agreement and audit reports: leads and researchers (read-only); starting
 job or an audit, and job progress: leads; anchoring (hidden model identities and annotator
 names): leads only. Non-members get 404, other roles 403 (projects.access).
 """
+
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
@@ -37,8 +38,12 @@ FILTER_PARAMETERS = [
     OpenApiParameter("category", str, description='"field=value": items where at least one annotator chose it.'),
     OpenApiParameter("date_from", OpenApiTypes.DATE, description="Items whose annotation pair completed on or after."),
     OpenApiParameter("date_to", OpenApiTypes.DATE, description="Items whose annotation pair completed on or before."),
-    OpenApiParameter("scope", str, enum=["both", "either", "all"],
-                     description="Items over which target (conditional) fields are scored; default both."),
+    OpenApiParameter(
+        "scope",
+        str,
+        enum=["both", "either", "all"],
+        description="Items over which target (conditional) fields are scored; default both.",
+    ),
 ]
 
 
@@ -59,7 +64,9 @@ def _clean_filters(project, data) -> tuple[dict | None, dict | None]:
 class FigureOutput(serializers.Serializer):
     key = serializers.CharField()
     label = serializers.CharField()
-    value = serializers.FloatField(allow_null=True, help_text="Null when the statistic is undefined (e.g. κ with one category).")
+    value = serializers.FloatField(
+        allow_null=True, help_text="Null when the statistic is undefined (e.g. κ with one category)."
+    )
     ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, help_text="[low, high], bootstrap 95%.")
     n = serializers.IntegerField(help_text="Items the figure is computed over.")
     primary = serializers.BooleanField(help_text="The field's headline figure (Meme3W Stage 2).")
@@ -104,7 +111,8 @@ class AgreementPendingOutput(serializers.Serializer):
 
 class AgreementReportApi(APIView):
     @extend_schema(
-        summary="Pre-adjudication agreement report (leads, researchers)", parameters=FILTER_PARAMETERS,
+        summary="Pre-adjudication agreement report (leads, researchers)",
+        parameters=FILTER_PARAMETERS,
         responses={200: AgreementOutput, 202: AgreementPendingOutput, 400: ErrorOutput},
     )
     def get(self, request, slug):
@@ -124,8 +132,10 @@ class AgreementReportApi(APIView):
 
 class AgreementJobStartApi(APIView):
     @extend_schema(
-        summary="Recompute the agreement report for the current data (leads)", parameters=FILTER_PARAMETERS,
-        request=None, responses={202: AgreementJobOutput, 400: ErrorOutput},
+        summary="Recompute the agreement report for the current data (leads)",
+        parameters=FILTER_PARAMETERS,
+        request=None,
+        responses={202: AgreementJobOutput, 400: ErrorOutput},
     )
     def post(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
@@ -137,7 +147,9 @@ class AgreementJobStartApi(APIView):
 
 
 class AgreementJobApi(APIView):
-    @extend_schema(summary="Progress of an agreement report job (leads)", responses={200: AgreementJobOutput, 404: ErrorOutput})
+    @extend_schema(
+        summary="Progress of an agreement report job (leads)", responses={200: AgreementJobOutput, 404: ErrorOutput}
+    )
     def get(self, request, slug, report_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
         row = job_get_for_project(user=request.user, project=project, kind=AgreementReport.kind, job_id=report_id)
@@ -156,17 +168,28 @@ class AuditSummaryOutput(serializers.Serializer):
 
 
 class AuditListApi(APIView):
-    @extend_schema(summary="Candidate-blind audits of the project (leads, researchers)", responses=AuditSummaryOutput(many=True))
+    @extend_schema(
+        summary="Candidate-blind audits of the project (leads, researchers)", responses=AuditSummaryOutput(many=True)
+    )
     def get(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
         return Response(AuditSummaryOutput(audits.audits_for_project(project=project), many=True).data)
 
 
 class AuditCreateInput(serializers.Serializer):
-    size = serializers.IntegerField(min_value=1, max_value=MAX_AUDIT_SIZE, default=DEFAULT_AUDIT_SIZE,
-                                    help_text="Gold items to sample (default 200).")
-    seed = serializers.IntegerField(min_value=0, max_value=2**62, required=False, allow_null=True,
-                                    help_text="Sampling seed; random (and stored) when omitted.")
+    size = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_AUDIT_SIZE,
+        default=DEFAULT_AUDIT_SIZE,
+        help_text="Gold items to sample (default 200).",
+    )
+    seed = serializers.IntegerField(
+        min_value=0,
+        max_value=2**62,
+        required=False,
+        allow_null=True,
+        help_text="Sampling seed; random (and stored) when omitted.",
+    )
     include_untargeted = serializers.BooleanField(default=False, help_text="Also sample gold items without a target.")
 
 
@@ -186,8 +209,10 @@ class AuditCreateApi(APIView):
 
 
 class AuditReportApi(APIView):
-    @extend_schema(summary="Audit report: blind vs gold per field (Table 9) and models re-scored (leads, researchers)",
-                   responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        summary="Audit report: blind vs gold per field (Table 9) and models re-scored (leads, researchers)",
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request, slug, audit_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
         audit = audits.audit_get_for_project(project=project, audit_id=audit_id)
@@ -195,8 +220,10 @@ class AuditReportApi(APIView):
 
 
 class AnchoringApi(APIView):
-    @extend_schema(summary="Anchoring: how often annotators took and edited each hidden model's values (leads)",
-                   responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        summary="Anchoring: how often annotators took and edited each hidden model's values (leads)",
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
         return Response(anchoring.anchoring_report(project=project))

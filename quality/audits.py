@@ -1,6 +1,7 @@
 """Candidate-blind audits (Meme3W Appendix A.2): the gold population and its strata, the
 audit report (Table 9: blind vs gold per target field, with n), progress by auditor. The
 report holds no timestamps and no auditor names (``audit_progress_by_auditor`` is the lead's)."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -71,9 +72,12 @@ def audit_population(*, project: Project, include_untargeted: bool = False) -> l
 
 def auditors_for_project(*, project: Project):
 
-    return get_user_model().objects.filter(
-        memberships__project=project, memberships__role=Role.AUDITOR
-    ).distinct().order_by("id")
+    return (
+        get_user_model()
+        .objects.filter(memberships__project=project, memberships__role=Role.AUDITOR)
+        .distinct()
+        .order_by("id")
+    )
 
 
 def audits_for_project(*, project: Project):
@@ -132,27 +136,48 @@ def audit_report(*, audit: Audit, with_models: bool = True) -> dict:
             "compared": len(done),
         },
         "items": "sampled items with a submitted blind annotation and a current gold record; each target field is "
-                 "scored only on the items where gold or the blind annotation makes it applicable (its n), the "
-                 "other fields on all of them",
-        "method": {"comparison": "the blind annotation against the current gold record, per field, with the metric "
-                                 "of the field's type (Table 9: the primary figure of each target field)",
-                   "bootstrap": agreement.method_text(), "resamples": agreement.RESAMPLES},
+        "scored only on the items where gold or the blind annotation makes it applicable (its n), the "
+        "other fields on all of them",
+        "method": {
+            "comparison": "the blind annotation against the current gold record, per field, with the metric "
+            "of the field's type (Table 9: the primary figure of each target field)",
+            "bootstrap": agreement.method_text(),
+            "resamples": agreement.RESAMPLES,
+        },
         "strata": strata,
         "table9": agreement.table9(results),
         "label_agreement": [
-            {"field": r.plan.name, "label": r.plan.label, "metric": r.plan.agreement.label, "n": len(r.item_ids),
-             **{k: r.primary[k] for k in ("value", "ci")}}
-            for r in results if not r.plan.conditional and r.primary is not None
+            {
+                "field": r.plan.name,
+                "label": r.plan.label,
+                "metric": r.plan.agreement.label,
+                "n": len(r.item_ids),
+                **{k: r.primary[k] for k in ("value", "ci")},
+            }
+            for r in results
+            if not r.plan.conditional and r.primary is not None
         ],
         "fields": [_audit_field(r) for r in results],
         "notes": list(audit.notes),
     }
     if with_models:
-        report["models"] = model_scores(
-            schema=schema, item_ids=done_ids, lexicon=lexicon,
-            references={"gold": [g for _, g, _ in done], "blind": [b for _, _, b in done]},
-        ) if done else {"rows": [], "same_order": None, "ordering": None, "ordering_note": "no compared item yet",
-                        "ranking_metric": None, "ranking_key": None}
+        report["models"] = (
+            model_scores(
+                schema=schema,
+                item_ids=done_ids,
+                lexicon=lexicon,
+                references={"gold": [g for _, g, _ in done], "blind": [b for _, _, b in done]},
+            )
+            if done
+            else {
+                "rows": [],
+                "same_order": None,
+                "ordering": None,
+                "ordering_note": "no compared item yet",
+                "ranking_metric": None,
+                "ranking_key": None,
+            }
+        )
     return report
 
 

@@ -12,6 +12,7 @@ candidate's value when it matches their belief (more or less often: that is thei
 sometimes adopt a whole candidate without checking, and make small slips (another wording of
 the entity, a shorter mention, a shifted box, now and then another category).
 """
+
 from __future__ import annotations
 
 import random
@@ -60,12 +61,22 @@ def _slip(rng: random.Random, values: dict, item: Item, care: float) -> dict:
     v = dict(values)
     if v.get("label") != "harmful":
         if rng.random() < 0.03 * (2 - care):
-            return {"label": "harmful", "target_category": rng.choice(CATEGORIES), "target_entity": "people",
-                    "text_mention": None, "visual_region": []}
+            return {
+                "label": "harmful",
+                "target_category": rng.choice(CATEGORIES),
+                "target_entity": "people",
+                "text_mention": None,
+                "visual_region": [],
+            }
         return v
     if rng.random() < 0.04 * (2 - care):
-        return {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None,
-                "visual_region": []}
+        return {
+            "label": "non-harmful",
+            "target_category": None,
+            "target_entity": None,
+            "text_mention": None,
+            "visual_region": [],
+        }
     if rng.random() < 0.06 * (2 - care):
         v["target_category"] = rng.choice([c for c in CATEGORIES if c != v["target_category"]])
     if v.get("target_entity") and rng.random() < 0.25 * (2 - care):
@@ -83,8 +94,12 @@ def _slip(rng: random.Random, values: dict, item: Item, care: float) -> dict:
         else:
             x1, y1, x2, y2 = v["visual_region"][0]
             s = int(35 * (2 - care) * rng.random())
-            box = [max(0, x1 + rng.randint(-s, s)), max(0, y1 + rng.randint(-s, s)),
-                   min(1000, x2 + rng.randint(-s, s)), min(1000, y2 + rng.randint(-s, s))]
+            box = [
+                max(0, x1 + rng.randint(-s, s)),
+                max(0, y1 + rng.randint(-s, s)),
+                min(1000, x2 + rng.randint(-s, s)),
+                min(1000, y2 + rng.randint(-s, s)),
+            ]
             if box[0] < box[2] and box[1] < box[3]:
                 v["visual_region"] = [box]
     elif v.get("label") == "harmful" and rng.random() < 0.08:
@@ -104,12 +119,16 @@ def _record(rng: random.Random, item: Item, user, *, anchoring: float, care: flo
     values, provenance = {}, {}
     for field, value in wanted.items():
         # Among the candidates that agree with them, the most complete one catches the eye first.
-        match = sorted((c for c in cands if field in c.fields and _same(field, c.fields[field], value)),
-                       key=lambda c: -sum(1 for x in c.fields.values() if x))
+        match = sorted(
+            (c for c in cands if field in c.fields and _same(field, c.fields[field], value)),
+            key=lambda c: -sum(1 for x in c.fields.values() if x),
+        )
         if match and rng.random() < anchoring:
             values[field] = match[0].fields[field]
             provenance[field] = {"letter": match[0].letter}
-        elif (near := [c for c in cands if field in c.fields and c.fields[field] and value]) and rng.random() < anchoring / 2:
+        elif (
+            near := [c for c in cands if field in c.fields and c.fields[field] and value]
+        ) and rng.random() < anchoring / 2:
             # Took a candidate's value, then edited it to what they believe (edited = True server-side).
             values[field] = value
             provenance[field] = {"letter": near[0].letter}
@@ -119,8 +138,13 @@ def _record(rng: random.Random, item: Item, user, *, anchoring: float, care: flo
 
 
 def _absent() -> dict:
-    return {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None,
-            "visual_region": []}
+    return {
+        "label": "non-harmful",
+        "target_category": None,
+        "target_entity": None,
+        "text_mention": None,
+        "visual_region": [],
+    }
 
 
 def _same(field: str, a, b) -> bool:
@@ -129,8 +153,9 @@ def _same(field: str, a, b) -> bool:
     return a == b
 
 
-def demo_simulate(*, project: Project, annotators: list, reviewer, weeks: int = 4, seed: int = 0,
-                  limit: int | None = None) -> dict:
+def demo_simulate(
+    *, project: Project, annotators: list, reviewer, weeks: int = 4, seed: int = 0, limit: int | None = None
+) -> dict:
     """Annotate every item in stage "annotating" (N annotators each, rotating), then adjudicate.
 
     Idempotent enough for a demo: items already annotated are not in stage "annotating" any more.
@@ -160,9 +185,14 @@ def demo_simulate(*, project: Project, annotators: list, reviewer, weeks: int = 
                     values, provenance = belief(item), {}
             seconds = rng.randint(20, 140)
             with clock(at + timedelta(minutes=5 * k, seconds=seconds)):
-                annotation_submit(annotator=user, item=claimed.annotation.item, values=values,
-                                  version=claimed.annotation.version, provenance=provenance,
-                                  time_spent_ms=seconds * 1000)
+                annotation_submit(
+                    annotator=user,
+                    item=claimed.annotation.item,
+                    values=values,
+                    version=claimed.annotation.version,
+                    provenance=provenance,
+                    time_spent_ms=seconds * 1000,
+                )
                 submitted += 1
     decided = adjudicate_closest(project=project, reviewer=reviewer)
     return {"items": len(items), "submitted": submitted, "adjudicated": decided}
@@ -179,13 +209,20 @@ def adjudicate_closest(*, project: Project, reviewer) -> int:
         for field, outcome in task.comparison.items():
             if outcome == AGREE:
                 continue
-            best = next((k for k, a in enumerate(ordered, 1) if _same(field, a.values.get(field), truth.get(field))), None)
+            best = next(
+                (k for k, a in enumerate(ordered, 1) if _same(field, a.values.get(field), truth.get(field))), None
+            )
             decisions[field] = {"pick": best} if best else {"value": truth.get(field)}
         try:
             gold_decide(task=task, reviewer=reviewer, decisions=decisions, note="demo", version=task.version)
         except Exception:
-            gold_decide(task=task, reviewer=reviewer, decisions={f: {"value": truth.get(f)} for f in task.comparison},
-                        note="demo", version=task.version)
+            gold_decide(
+                task=task,
+                reviewer=reviewer,
+                decisions={f: {"value": truth.get(f)} for f in task.comparison},
+                note="demo",
+                version=task.version,
+            )
         done += 1
     return done
 
@@ -200,7 +237,13 @@ def demo_audit(*, project: Project, lead, size: int = 200, seed: int = 7) -> dic
         content_warning_accept(user=ai.auditor, project=project)
         gold = GoldRecord.objects.get(item=ai.item, is_current=True).values
         values = _slip(rng, belief(ai.item) if rng.random() < 0.5 else gold, ai.item, care=0.8)
-        annotation_submit(annotator=ai.auditor, item=ai.item, values=values, version=ai.annotation.version,
-                          kind=Kind.AUDIT, time_spent_ms=rng.randint(30_000, 90_000))
+        annotation_submit(
+            annotator=ai.auditor,
+            item=ai.item,
+            values=values,
+            version=ai.annotation.version,
+            kind=Kind.AUDIT,
+            time_spent_ms=rng.randint(30_000, 90_000),
+        )
         n += 1
     return {"audit": audit.pk, "size": audit.size, "submitted": n}

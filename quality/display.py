@@ -4,6 +4,7 @@ The paper's reference values are drawn as thin marks next to the project's figur
 project uses the meme3w preset (Meme3W Stage 2 and Table 9), so a lead sees at a glance how
 their annotation compares with the published protocol.
 """
+
 from __future__ import annotations
 
 from django.urls import NoReverseMatch, reverse
@@ -16,7 +17,7 @@ PAPER_TABLE9_MEAN = 0.827
 
 
 def model_label(row: dict) -> str:
-    """"gpt-x (provider)" only when the provider's name does not already say the model."""
+    """ "gpt-x (provider)" only when the provider's name does not already say the model."""
     return row["provider"] if row["provider"] == row["model"] else f"{row['provider']} ({row['model']})"
 
 
@@ -34,8 +35,16 @@ def paper_refs(project, table: dict) -> dict:
 
 def headline_chart(project, headline: list[dict]) -> str:
     refs = paper_refs(project, PAPER_STAGE2)
-    rows = [{"label": f"{h['label']} ({h['metric']})", "value": h["value"], "ci": h["ci"], "n": h["n"],
-             "reference": refs.get(h["field"])} for h in headline]
+    rows = [
+        {
+            "label": f"{h['label']} ({h['metric']})",
+            "value": h["value"],
+            "ci": h["ci"],
+            "n": h["n"],
+            "reference": refs.get(h["field"]),
+        }
+        for h in headline
+    ]
     return charts.forest(rows, title="Pre-adjudication agreement per target field, with 95% CI", width=720)
 
 
@@ -43,7 +52,9 @@ def fields_chart(fields: list[dict]) -> str:
     rows = []
     for f in fields:
         for fig in f["figures"]:
-            rows.append({"label": f"{f['label']}: {fig['label']}", "value": fig["value"], "ci": fig["ci"], "n": fig["n"]})
+            rows.append(
+                {"label": f"{f['label']}: {fig['label']}", "value": fig["value"], "ci": fig["ci"], "n": fig["n"]}
+            )
     return charts.forest(rows, title="Every agreement figure with its 95% CI", width=720)
 
 
@@ -54,11 +65,22 @@ def pipeline_chart(rows: list[dict]) -> str:
 def throughput_charts(by_annotator: list[dict], by_day: list[dict]) -> dict:
     return {
         "annotators": charts.hbar(
-            [(r["annotator"], r["n"], f"{r['n']} items" + (f" · {r['seconds_per_item']} s/item" if r["seconds_per_item"] else ""))
-             for r in by_annotator],
-            title="Submitted annotations per annotator"),
-        "days": charts.columns([d["day"][5:] for d in by_day], [d["n"] for d in by_day],
-                               title="Annotations submitted per day (last 30 days)", label_every=5),
+            [
+                (
+                    r["annotator"],
+                    r["n"],
+                    f"{r['n']} items" + (f" · {r['seconds_per_item']} s/item" if r["seconds_per_item"] else ""),
+                )
+                for r in by_annotator
+            ],
+            title="Submitted annotations per annotator",
+        ),
+        "days": charts.columns(
+            [d["day"][5:] for d in by_day],
+            [d["n"] for d in by_day],
+            title="Annotations submitted per day (last 30 days)",
+            label_every=5,
+        ),
     }
 
 
@@ -79,8 +101,14 @@ def confusion_charts(confusions: list[dict], names: dict[int, str]) -> list[dict
                 who, rows_t, cols_t = f"{a} vs {b}", a, b
             kappa = "–" if m["kappa"] is None else f"{m['kappa']:.3f}"
             title = f"{c['label']}: {who} (n={m['n']}, κ={kappa})"
-            blocks.append({"title": title, "svg": charts.heatmap(c["categories"], m["counts"], title=title,
-                                                                  row_title=rows_t, col_title=cols_t)})
+            blocks.append(
+                {
+                    "title": title,
+                    "svg": charts.heatmap(
+                        c["categories"], m["counts"], title=title, row_title=rows_t, col_title=cols_t
+                    ),
+                }
+            )
         out.append({"label": c["label"], "field": c["field"], "blocks": blocks})
     return out
 
@@ -90,9 +118,20 @@ def histogram_charts(histograms: list[dict]) -> list[dict]:
     for h in histograms:
         labels = [f"{i / 10:.1f}–{(i + 1) / 10:.1f}" for i in range(len(h["counts"]))]
         title = f"{h['label']}: distribution of {h['measure']} between annotators (n={h['n']})"
-        out.append({"field": h["field"], "title": title,
-                    "svg": charts.columns(labels, h["counts"], title=title, threshold=h["threshold"],
-                                          threshold_label=f"{h['threshold']:g}", label_every=1)})
+        out.append(
+            {
+                "field": h["field"],
+                "title": title,
+                "svg": charts.columns(
+                    labels,
+                    h["counts"],
+                    title=title,
+                    threshold=h["threshold"],
+                    threshold_label=f"{h['threshold']:g}",
+                    label_every=1,
+                ),
+            }
+        )
     return out
 
 
@@ -108,35 +147,72 @@ def anchoring_charts(report: dict) -> dict:
             continue
         kept = (t["taken"] - t["edited"]) / t["offered"]
         edited = t["edited"] / t["offered"]
-        rows.append((model_label(m), [
-            (kept, "kept", f"taken and kept: {t['taken'] - t['edited']} of {t['offered']} offered fields"),
-            (edited, "edited", f"taken, then edited: {t['edited']} of {t['offered']} offered fields"),
-        ]))
-    overall = charts.stacked(rows, title="Share of offered field values that annotators took from each hidden model",
-                             legend=[("kept", "taken unchanged"), ("edited", "taken, then edited")])
+        rows.append(
+            (
+                model_label(m),
+                [
+                    (kept, "kept", f"taken and kept: {t['taken'] - t['edited']} of {t['offered']} offered fields"),
+                    (edited, "edited", f"taken, then edited: {t['edited']} of {t['offered']} offered fields"),
+                ],
+            )
+        )
+    overall = charts.stacked(
+        rows,
+        title="Share of offered field values that annotators took from each hidden model",
+        legend=[("kept", "taken unchanged"), ("edited", "taken, then edited")],
+    )
     per_field = []
     for f in report["fields"]:
         frows = []
         for m in report["models"]:
             b = next(x for x in m["fields"] if x["field"] == f)
             if b["offered"]:
-                frows.append((model_label(m), [
-                    ((b["taken"] - b["edited"]) / b["offered"], "kept", f"kept {b['taken'] - b['edited']} of {b['offered']}"),
-                    (b["edited"] / b["offered"], "edited", f"edited {b['edited']} of {b['offered']}"),
-                ]))
+                frows.append(
+                    (
+                        model_label(m),
+                        [
+                            (
+                                (b["taken"] - b["edited"]) / b["offered"],
+                                "kept",
+                                f"kept {b['taken'] - b['edited']} of {b['offered']}",
+                            ),
+                            (b["edited"] / b["offered"], "edited", f"edited {b['edited']} of {b['offered']}"),
+                        ],
+                    )
+                )
         if frows:
-            per_field.append({"field": f, "title": f"{f}: taken from each model",
-                              "svg": charts.stacked(frows, title=f"{f}: taken from each model", width=460)})
+            per_field.append(
+                {
+                    "field": f,
+                    "title": f"{f}: taken from each model",
+                    "svg": charts.stacked(frows, title=f"{f}: taken from each model", width=460),
+                }
+            )
     return {"overall": overall, "per_field": per_field}
 
 
 def table9_chart(project, table9: dict) -> str:
     refs = paper_refs(project, PAPER_TABLE9)
-    rows = [{"label": f"{r['label']} ({r['metric']})", "value": r["value"], "ci": r["ci"], "n": r["n"],
-             "reference": refs.get(r["field"])} for r in table9["rows"]]
+    rows = [
+        {
+            "label": f"{r['label']} ({r['metric']})",
+            "value": r["value"],
+            "ci": r["ci"],
+            "n": r["n"],
+            "reference": refs.get(r["field"]),
+        }
+        for r in table9["rows"]
+    ]
     if table9["rows"]:
-        rows.append({"label": "Unweighted mean", "value": table9["mean"], "ci": None, "n": "",
-                     "reference": PAPER_TABLE9_MEAN if refs else None})
+        rows.append(
+            {
+                "label": "Unweighted mean",
+                "value": table9["mean"],
+                "ci": None,
+                "n": "",
+                "reference": PAPER_TABLE9_MEAN if refs else None,
+            }
+        )
     return charts.forest(rows, title="Blind vs gold per target field (Table 9 layout)", width=720)
 
 
@@ -147,5 +223,9 @@ def model_ranking_chart(models: dict) -> str:
         for ref in ("gold", "blind"):
             v = (r["scores"].get(ref) or {}).get(key)
             rows.append((f"{model_label(r)} vs {ref}", v or 0.0, "–" if v is None else f"{v:.3f}", f"ref-{ref}"))
-    return charts.hbar(rows, title=f"Candidate models scored against gold and against the blind annotations "
-                                   f"({models.get('ranking_metric') or ''})", max_value=1.0)
+    return charts.hbar(
+        rows,
+        title=f"Candidate models scored against gold and against the blind annotations "
+        f"({models.get('ranking_metric') or ''})",
+        max_value=1.0,
+    )

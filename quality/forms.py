@@ -1,4 +1,5 @@
 """Filter form of the agreement report (views and the REST API share it) and the audit form."""
+
 from __future__ import annotations
 
 from django import forms
@@ -12,14 +13,20 @@ MAX_SPAN_DAYS = 3660
 class ReportFilterForm(forms.Form):
     source_dataset = forms.ChoiceField(required=False, label="Source dataset")
     language = forms.ChoiceField(required=False)
-    category = forms.ChoiceField(required=False, label="Category",
-                                 help_text="Items where at least one annotator chose this value.")
+    category = forms.ChoiceField(
+        required=False, label="Category", help_text="Items where at least one annotator chose this value."
+    )
     date_from = forms.DateField(required=False, label="Completed from", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="Completed to", widget=forms.DateInput(attrs={"type": "date"}))
-    scope = forms.ChoiceField(required=False, label="Target-field items",
-                              choices=[("both", "every annotator gave a target (default)"),
-                                       ("either", "at least one annotator gave a target"),
-                                       ("all", "all items")])
+    scope = forms.ChoiceField(
+        required=False,
+        label="Target-field items",
+        choices=[
+            ("both", "every annotator gave a target (default)"),
+            ("either", "at least one annotator gave a target"),
+            ("all", "all items"),
+        ],
+    )
 
     def __init__(self, data=None, *, options: dict, **kwargs):
         super().__init__(data, **kwargs)
@@ -51,5 +58,9 @@ class ReportFilterForm(forms.Form):
 
 class AuditCreateForm(forms.Form):
     size = forms.IntegerField(min_value=1, max_value=MAX_AUDIT_SIZE, initial=DEFAULT_AUDIT_SIZE, label="Sample size n")
-    seed = forms.IntegerField(required=False, min_value=0, max_value=2**62, help_text="Leave empty for a random seed (it is stored).")
-    include_untargeted = forms.BooleanField(required=False, label="Also sample gold items without a target (e.g. non-harmful)")
+    seed = forms.IntegerField(
+        required=False, min_value=0, max_value=2**62, help_text="Leave empty for a random seed (it is stored)."
+    )
+    include_untargeted = forms.BooleanField(
+        required=False, label="Also sample gold items without a target (e.g. non-harmful)"
+    )

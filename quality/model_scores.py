@@ -1,6 +1,7 @@
 """Each hidden candidate model scored against reference records (gold, blind annotations):
 the Table 1 columns and JRA for schemas with the five Meme3W fields, else the primary figure of
 each target field. Holds model identities: leads and researchers only (SPEC section 4)."""
+
 from __future__ import annotations
 
 from candidates.models import Candidate
@@ -36,8 +37,9 @@ def _rank(values: dict[str, float | None]) -> dict[str, int | None]:
     return {k: (1 + defined.index(v) if v is not None else None) for k, v in values.items()}
 
 
-def model_scores(*, schema, item_ids: list[int], references: dict[str, list[dict]], lexicon: dict | None,
-                 with_ci: bool = True) -> dict:
+def model_scores(
+    *, schema, item_ids: list[int], references: dict[str, list[dict]], lexicon: dict | None, with_ci: bool = True
+) -> dict:
     """Score each provider's newest candidate against one or more reference record lists.
 
     meme3w-shaped schemas (the five fields of metrics.records): the Table 1 columns from
@@ -51,11 +53,17 @@ def model_scores(*, schema, item_ids: list[int], references: dict[str, list[dict
     rows = []
     for pid, info in sorted(providers.items(), key=lambda kv: (kv[1]["name"], kv[0])):
         preds = [latest.get((i, pid), {}) for i in item_ids]
-        row = {"provider": info["name"], "model": info["model"],
-               "coverage": sum(1 for i in item_ids if (i, pid) in latest), "n": len(item_ids), "scores": {}}
+        row = {
+            "provider": info["name"],
+            "model": info["model"],
+            "coverage": sum(1 for i in item_ids if (i, pid) in latest),
+            "n": len(item_ids),
+            "scores": {},
+        }
         for ref_name, golds in references.items():
-            row["scores"][ref_name] = _score_against(schema, preds, golds, item_ids, lexicon=lexicon,
-                                                    record_metrics=record_metrics, with_ci=with_ci)
+            row["scores"][ref_name] = _score_against(
+                schema, preds, golds, item_ids, lexicon=lexicon, record_metrics=record_metrics, with_ci=with_ci
+            )
         rows.append(row)
     key = "jra" if record_metrics else "mean"
     ranks = {}
@@ -64,9 +72,14 @@ def model_scores(*, schema, item_ids: list[int], references: dict[str, list[dict
         for r in rows:
             r.setdefault("rank", {})[ref_name] = ranks[ref_name][r["provider"]]
     verdict = ordering_verdict(rows, list(references), key=key)
-    return {"ranking_metric": "JRA" if record_metrics else "mean of target-field agreement",
-            "ranking_key": key, "rows": rows, "ordering": verdict["ordering"], "ordering_note": verdict["note"],
-            "same_order": verdict["ordering"] == "same"}
+    return {
+        "ranking_metric": "JRA" if record_metrics else "mean of target-field agreement",
+        "ranking_key": key,
+        "rows": rows,
+        "ordering": verdict["ordering"],
+        "ordering_note": verdict["note"],
+        "same_order": verdict["ordering"] == "same",
+    }
 
 
 def _separated(a: list | None, b: list | None) -> int:
@@ -95,17 +108,23 @@ def ordering_verdict(rows: list[dict], references: list[str], *, key: str) -> di
                     continue
                 sx, sy = x["scores"][first], y["scores"][first]
                 ox, oy = x["scores"][other], y["scores"][other]
-                if (_separated(sx.get(f"{key}_ci"), sy.get(f"{key}_ci")) == 1
-                        and _separated(ox.get(f"{key}_ci"), oy.get(f"{key}_ci")) == -1):
-                    return {"ordering": "changes",
-                            "note": f"{x['provider']} ranks above {y['provider']} against {first} and below it against "
-                                    f"{other}, with 95% CIs that do not overlap"}
+                if (
+                    _separated(sx.get(f"{key}_ci"), sy.get(f"{key}_ci")) == 1
+                    and _separated(ox.get(f"{key}_ci"), oy.get(f"{key}_ci")) == -1
+                ):
+                    return {
+                        "ordering": "changes",
+                        "note": f"{x['provider']} ranks above {y['provider']} against {first} and below it against "
+                        f"{other}, with 95% CIs that do not overlap",
+                    }
     same = all(r["rank"][ref] == r["rank"][first] for r in rows for ref in references[1:])
     if same:
         return {"ordering": "same", "note": "the models rank the same against every reference"}
-    return {"ordering": "cannot tell",
-            "note": "the point estimates rank the models differently, but their 95% CIs overlap: the data cannot "
-                    "tell whether the ordering differs"}
+    return {
+        "ordering": "cannot tell",
+        "note": "the point estimates rank the models differently, but their 95% CIs overlap: the data cannot "
+        "tell whether the ordering differs",
+    }
 
 
 def _score_against(schema, preds, golds, item_ids, *, lexicon, record_metrics: bool, with_ci: bool) -> dict:
@@ -120,8 +139,9 @@ def _score_against(schema, preds, golds, item_ids, *, lexicon, record_metrics: b
         out = {k: agreement.rnd(v) if isinstance(v, float) else v for k, v in scores.items()}
         out["jra_ci"] = None
         if with_ci and per_record.size:
-            est = bootstrap_figures({"jra": mean_contributions(per_record)}, n=agreement.RESAMPLES,
-                                    seed=agreement.SEED)["jra"]
+            est = bootstrap_figures(
+                {"jra": mean_contributions(per_record)}, n=agreement.RESAMPLES, seed=agreement.SEED
+            )["jra"]
             out["jra_ci"] = [agreement.rnd(x) for x in est.ci] if est.ci else None
         return out
     results = agreement.reference_scores(schema, list(zip(golds, preds)), item_ids, lexicon=lexicon, with_ci=False)

@@ -10,6 +10,7 @@ annotation itself is an ``annotation.Annotation`` of kind "audit" (made by
 ``annotation.services.annotation_audit_assign``), so the audit workspace is the annotation
 app's, with no candidates loaded.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -46,17 +47,22 @@ class AgreementReport(Job):
 
 class Audit(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="audits")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
-    seed = models.BigIntegerField(help_text="Seed of the stratified sample: the same gold set and seed give the same sample.")
+    seed = models.BigIntegerField(
+        help_text="Seed of the stratified sample: the same gold set and seed give the same sample."
+    )
     size = models.PositiveIntegerField(help_text="Number of sampled gold items.")
     include_untargeted = models.BooleanField(
         default=False,
         help_text="Also sample gold items without a target (e.g. non-harmful); default: targeted items only, as in the paper.",
     )
     strata = models.JSONField(default=list, help_text="[{key, label, population, sampled}] of the stratification.")
-    notes = models.JSONField(default=list, help_text="Warnings raised while sampling and assigning (e.g. no eligible auditor).")
+    notes = models.JSONField(
+        default=list, help_text="Warnings raised while sampling and assigning (e.g. no eligible auditor)."
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -69,10 +75,22 @@ class AuditItem(models.Model):
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="audit_items")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="audit_items")
     stratum = models.CharField(max_length=300, help_text="Stratum key (category x grounding condition).")
-    auditor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="+", help_text="Null when every auditor annotated the item.")
-    annotation = models.ForeignKey("annotation.Annotation", null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+", help_text="The auditor's blind annotation (kind audit).")
+    auditor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Null when every auditor annotated the item.",
+    )
+    annotation = models.ForeignKey(
+        "annotation.Annotation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The auditor's blind annotation (kind audit).",
+    )
 
     class Meta:
         ordering = ["audit_id", "item_id"]

@@ -1,4 +1,5 @@
 """Live dashboard parts: items per stage, throughput by annotator and by day."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -27,7 +28,9 @@ def pipeline_counts(*, project: Project) -> list[dict]:
     counts = dict(Item.objects.filter(project=project).values_list("stage").annotate(n=Count("id")))
     audited = (
         Annotation.objects.filter(item__project=project, kind=Kind.AUDIT, status=SUBMITTED)
-        .values("item_id").distinct().count()
+        .values("item_id")
+        .distinct()
+        .count()
     )
     rows = [{"stage": s.value, "label": label, "n": counts.get(s, 0)} for s, label in PIPELINE]
     rows.append({"stage": "audited", "label": "Audited (blind)", "n": audited})
@@ -43,8 +46,14 @@ def throughput_by_annotator(*, project: Project) -> list[dict]:
         .annotate(n=Count("id"), ms=Sum("time_spent_ms"))
         .order_by("-n", "annotator__username")
     )
-    return [{"annotator": r["annotator__username"], "n": r["n"],
-             "seconds_per_item": round((r["ms"] or 0) / 1000 / r["n"], 1) if r["n"] else None} for r in rows]
+    return [
+        {
+            "annotator": r["annotator__username"],
+            "n": r["n"],
+            "seconds_per_item": round((r["ms"] or 0) / 1000 / r["n"], 1) if r["n"] else None,
+        }
+        for r in rows
+    ]
 
 
 def throughput_by_day(*, project: Project, days: int = 30) -> list[dict]:
@@ -58,8 +67,10 @@ def throughput_by_day(*, project: Project, days: int = 30) -> list[dict]:
         .annotate(n=Count("id"))
         .order_by("day")
     )
-    return [{"day": (start + timedelta(days=i)).isoformat(), "n": rows.get(start + timedelta(days=i), 0)}
-            for i in range(days)]
+    return [
+        {"day": (start + timedelta(days=i)).isoformat(), "n": rows.get(start + timedelta(days=i), 0)}
+        for i in range(days)
+    ]
 
 
 def usernames(*, ids: set[int]) -> dict[int, str]:

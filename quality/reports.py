@@ -1,6 +1,7 @@
 """Agreement reports from the database: the items compared, filters, the cache key, and the
 report as a release ships it (``agreement_report_for_export``: JSON-serializable, deterministic,
 no timestamps, no user names). Writes (cache rows) are in quality.services."""
+
 from __future__ import annotations
 
 import hashlib
@@ -21,8 +22,14 @@ from quality.agreement import Unit
 from quality.models import AgreementReport
 
 SUBMITTED = Annotation.Status.SUBMITTED
-DEFAULT_FILTERS = {"source_dataset": "", "language": "", "category": "", "date_from": "", "date_to": "",
-                   "scope": agreement.DEFAULT_SCOPE}
+DEFAULT_FILTERS = {
+    "source_dataset": "",
+    "language": "",
+    "category": "",
+    "date_from": "",
+    "date_to": "",
+    "scope": agreement.DEFAULT_SCOPE,
+}
 
 
 def sync_max_annotations(*, project: Project | None = None) -> int:
@@ -35,6 +42,7 @@ def sync_max_annotations(*, project: Project | None = None) -> int:
 
 # ---------------------------------------------------------------------------- filters and keys
 
+
 def filter_key(filters: dict) -> str:
     canonical = {k: filters.get(k, v) or v for k, v in DEFAULT_FILTERS.items()}
     return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
@@ -45,10 +53,14 @@ def data_fingerprint(*, project: Project) -> str:
     re-submissions (kind "annotation"), items (count, exclusions), lexicon, schema. Draft
     autosaves do not change it. Three aggregate queries."""
     ann = Annotation.objects.filter(item__project=project, kind=Kind.ANNOTATION, status=SUBMITTED).aggregate(
-        n=Count("id"), top=Max("id"), last=Max("submitted_at"),
+        n=Count("id"),
+        top=Max("id"),
+        last=Max("submitted_at"),
     )
     items = Item.objects.filter(project=project).aggregate(
-        n=Count("id"), excluded=Count("id", filter=Q(stage=Stage.EXCLUDED)), top=Max("id"),
+        n=Count("id"),
+        excluded=Count("id", filter=Q(stage=Stage.EXCLUDED)),
+        top=Max("id"),
     )
     lexicon = LexiconVersion.objects.filter(project=project).aggregate(v=Max("version"))["v"]
     payload = [agreement.REPORT_VERSION, ann, items, lexicon, project.schema_version, project.annotators_per_item]
@@ -63,12 +75,14 @@ def filter_options(*, project: Project) -> dict:
     categories = []
     for spec in project.get_schema().fields:
         if spec.get("choices"):
-            categories.append((spec.get("label") or spec["name"],
-                               [(f"{spec['name']}={c}", c) for c in spec["choices"]]))
+            categories.append(
+                (spec.get("label") or spec["name"], [(f"{spec['name']}={c}", c) for c in spec["choices"]])
+            )
     return {"source_datasets": datasets, "languages": languages, "categories": categories}
 
 
 # ---------------------------------------------------------------------------- data for agreement
+
 
 def _local_date(ts: datetime | None) -> date | None:
     return timezone.localtime(ts).date() if ts is not None else None
@@ -115,8 +129,14 @@ def report_units(*, project: Project, filters: dict | None = None) -> list[Unit]
             chosen = [s[1].get(cat_field) for s in slots]
             if not any(v == cat_value or (isinstance(v, list) and cat_value in v) for v in chosen):
                 continue
-        units.append(Unit(item_id=item_id, values=tuple(s[1] for s in slots),
-                          annotators=tuple(s[0] for s in slots), completed_at=completed))
+        units.append(
+            Unit(
+                item_id=item_id,
+                values=tuple(s[1] for s in slots),
+                annotators=tuple(s[0] for s in slots),
+                completed_at=completed,
+            )
+        )
     return units
 
 
@@ -145,7 +165,7 @@ def agreement_report_build(*, project: Project, filters: dict | None = None, pro
         "max_slots": agreement.slot_count(units),
         "method": {
             "raters": "two annotations per item: the two annotations; more: annotator pairs (people) over the items "
-                      "both annotated, then averaged (AHA-Memes 3.4), plus Krippendorff's alpha",
+            "both annotated, then averaged (AHA-Memes 3.4), plus Krippendorff's alpha",
             "items": "the first annotators_per_item submitted annotations of each item with two or more",
             "bootstrap": agreement.method_text(),
             "resamples": agreement.RESAMPLES,
@@ -171,7 +191,9 @@ def cached_report(*, project: Project, filters: dict, fingerprint: str) -> Agree
 
 def latest_done_report(*, project: Project, filters: dict) -> AgreementReport | None:
     return (
-        AgreementReport.objects.filter(project=project, filter_key=filter_key(filters), status=AgreementReport.Status.DONE)
+        AgreementReport.objects.filter(
+            project=project, filter_key=filter_key(filters), status=AgreementReport.Status.DONE
+        )
         .order_by("-finished_at", "-id")
         .first()
     )

@@ -5,6 +5,7 @@ Proportional allocation with at least one item per non-empty stratum (largest re
 method), then a seeded draw inside each stratum. Pure functions: the same strata, n and seed
 always give the same sample, whatever the order the strata or items were listed in.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,9 @@ def allocate(sizes: dict[str, int], n: int) -> dict[str, int]:
     return alloc
 
 
-def stratified_sample(strata: dict[str, list[int]], n: int, seed: int,
-                      prefer: Callable[[int], bool] | None = None) -> dict[str, list[int]]:
+def stratified_sample(
+    strata: dict[str, list[int]], n: int, seed: int, prefer: Callable[[int], bool] | None = None
+) -> dict[str, list[int]]:
     """Draw ``allocate(...)`` items from each stratum with a per-stratum RNG seeded by
     ``(seed, stratum)``. ``prefer(item)`` False pushes an item behind the others of its stratum
     (used for items no auditor may audit): it is taken only when the stratum needs it."""

@@ -1,4 +1,5 @@
 """Write paths of the quality app: agreement-report cache rows and candidate-blind audits."""
+
 from __future__ import annotations
 
 import logging
@@ -23,6 +24,7 @@ MAX_AUDIT_SIZE = 10_000
 
 # ---------------------------------------------------------------------------- agreement reports
 
+
 def _row_for(*, project: Project, filters: dict, user) -> tuple[AgreementReport, bool]:
     full = {**reports.DEFAULT_FILTERS, **filters}
     key = reports.filter_key(full)
@@ -30,7 +32,9 @@ def _row_for(*, project: Project, filters: dict, user) -> tuple[AgreementReport,
     try:
         with transaction.atomic():
             return AgreementReport.objects.get_or_create(
-                project=project, filter_key=key, fingerprint=fp,
+                project=project,
+                filter_key=key,
+                fingerprint=fp,
                 defaults={"filters": full, "created_by": user if user and user.is_authenticated else None},
             )
     except IntegrityError:  # a concurrent request created it
@@ -39,13 +43,21 @@ def _row_for(*, project: Project, filters: dict, user) -> tuple[AgreementReport,
 
 def _requeue(row: AgreementReport, user) -> None:
     AgreementReport.objects.filter(pk=row.pk).update(
-        status=Status.PENDING, error="", progress_done=0, started_at=None, finished_at=None, heartbeat_at=None,
-        cancel_requested=False, created_by=user if user and user.is_authenticated else None,
+        status=Status.PENDING,
+        error="",
+        progress_done=0,
+        started_at=None,
+        finished_at=None,
+        heartbeat_at=None,
+        cancel_requested=False,
+        created_by=user if user and user.is_authenticated else None,
     )
     row.refresh_from_db()
 
 
-def agreement_report_request(*, project: Project, filters: dict, user, force: bool = False) -> tuple[AgreementReport, bool]:
+def agreement_report_request(
+    *, project: Project, filters: dict, user, force: bool = False
+) -> tuple[AgreementReport, bool]:
     """Queue the computation of a report for the current data -> (row, enqueued).
 
     Deduplicated: a row already queued or running (and alive) is returned as is; a done row is
@@ -63,7 +75,8 @@ def agreement_report_request(*, project: Project, filters: dict, user, force: bo
 
 def _compute(row: AgreementReport, progress: Progress) -> None:
     result = reports.agreement_report_build(
-        project=row.project, filters=row.filters,
+        project=row.project,
+        filters=row.filters,
         progress=lambda done, total: progress(done, total, phase="computing field figures"),
     )
     with transaction.atomic():
@@ -116,8 +129,15 @@ def agreement_report_current(*, project: Project, filters: dict, user) -> dict:
 
 # ---------------------------------------------------------------------------- blind audit
 
-def audit_create(*, project: Project, created_by, size: int = DEFAULT_AUDIT_SIZE, seed: int | None = None,
-                 include_untargeted: bool = False) -> Audit:
+
+def audit_create(
+    *,
+    project: Project,
+    created_by,
+    size: int = DEFAULT_AUDIT_SIZE,
+    seed: int | None = None,
+    include_untargeted: bool = False,
+) -> Audit:
     """Sample ``size`` gold items stratified over category x grounding condition and assign each
     to an auditor who did not annotate it (annotation.services.annotation_audit_assign).
 
@@ -142,13 +162,18 @@ def audit_create(*, project: Project, created_by, size: int = DEFAULT_AUDIT_SIZE
     population = audits.audit_population(project=project, include_untargeted=include_untargeted)
     if not population:
         if include_untargeted or not audits.audit_population(project=project, include_untargeted=True):
-            raise Invalid("There are no gold records yet: the audit samples gold items, so finish "
-                               "annotation and adjudication of some items first.")
-        raise Invalid("No gold item has a target yet (all are e.g. non-harmful). Tick “also sample items "
-                           "without a target” or wait for more gold records.")
+            raise Invalid(
+                "There are no gold records yet: the audit samples gold items, so finish "
+                "annotation and adjudication of some items first."
+            )
+        raise Invalid(
+            "No gold item has a target yet (all are e.g. non-harmful). Tick “also sample items "
+            "without a target” or wait for more gold records."
+        )
     if size > len(population):
-        raise Invalid(f"Only {len(population)} gold item(s) can be sampled; choose a size of at most "
-                           f"{len(population)}.")
+        raise Invalid(
+            f"Only {len(population)} gold item(s) can be sampled; choose a size of at most {len(population)}."
+        )
     schema = project.get_schema()
     plans = agreement.field_plans(schema)
     strata: dict[str, list[int]] = {}
@@ -176,9 +201,15 @@ def audit_create(*, project: Project, created_by, size: int = DEFAULT_AUDIT_SIZE
     load = {a.pk: 0 for a in auditors}
     with transaction.atomic():
         audit = Audit.objects.create(
-            project=project, created_by=created_by, seed=seed, size=size, include_untargeted=include_untargeted,
-            strata=[{"key": k, "label": labels[k], "population": len(strata[k]), "sampled": len(sample.get(k, []))}
-                    for k in sorted(strata)],
+            project=project,
+            created_by=created_by,
+            seed=seed,
+            size=size,
+            include_untargeted=include_untargeted,
+            strata=[
+                {"key": k, "label": labels[k], "population": len(strata[k]), "sampled": len(sample.get(k, []))}
+                for k in sorted(strata)
+            ],
         )
         for key in sorted(sample):
             for item_id in sample[key]:

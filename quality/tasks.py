@@ -3,6 +3,7 @@
 Options are asserted in quality/tests/test_reports.py on the task object, so a typo cannot
 silently drop them.
 """
+
 from __future__ import annotations
 
 from celery import shared_task

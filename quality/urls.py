@@ -1,17 +1,26 @@
 """Included once from concord/urls.py: the pages under p/<slug>/quality/ and, under api/, the REST endpoints."""
+
 from django.urls import include, path
 
 from quality import apis, views
 
 api_urlpatterns = [
     path("projects/<slug:slug>/quality/agreement/", apis.AgreementReportApi.as_view(), name="api_quality_agreement"),
-    path("projects/<slug:slug>/quality/agreement/jobs/", apis.AgreementJobStartApi.as_view(),
-         name="api_quality_agreement_job_start"),
-    path("projects/<slug:slug>/quality/agreement/jobs/<int:report_id>/", apis.AgreementJobApi.as_view(),
-         name="api_quality_agreement_job"),
+    path(
+        "projects/<slug:slug>/quality/agreement/jobs/",
+        apis.AgreementJobStartApi.as_view(),
+        name="api_quality_agreement_job_start",
+    ),
+    path(
+        "projects/<slug:slug>/quality/agreement/jobs/<int:report_id>/",
+        apis.AgreementJobApi.as_view(),
+        name="api_quality_agreement_job",
+    ),
     path("projects/<slug:slug>/quality/audits/", apis.AuditListApi.as_view(), name="api_quality_audits"),
     path("projects/<slug:slug>/quality/audits/create/", apis.AuditCreateApi.as_view(), name="api_quality_audit_create"),
-    path("projects/<slug:slug>/quality/audits/<int:audit_id>/", apis.AuditReportApi.as_view(), name="api_quality_audit"),
+    path(
+        "projects/<slug:slug>/quality/audits/<int:audit_id>/", apis.AuditReportApi.as_view(), name="api_quality_audit"
+    ),
     path("projects/<slug:slug>/quality/anchoring/", apis.AnchoringApi.as_view(), name="api_quality_anchoring"),
 ]
 

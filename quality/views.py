@@ -5,6 +5,7 @@ leads only (they show annotator names and hidden model identities); the agreemen
 the audit reports are readable by leads and researchers; only leads start computations and
 audits. Auditors, annotators and reviewers get 403 everywhere here.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,6 +35,7 @@ Status = AgreementReport.Status
 
 # ---------------------------------------------------------------------------- agreement report state
 
+
 def _filters(data, project) -> tuple[ReportFilterForm, dict | None]:
     """(form, cleaned filters or None when invalid). No query parameters: the defaults."""
     keys = set(ReportFilterForm.base_fields)
@@ -53,8 +55,14 @@ def _query(filters: dict | None) -> str:
 
 def _agreement_context(request, project) -> dict:
     form, filters = _filters(request.GET, project)
-    ctx = {"project": project, "form": form, "filters": filters, "query": _query(filters),
-           "is_lead": Role.LEAD in project.user_roles, "state": None}
+    ctx = {
+        "project": project,
+        "form": form,
+        "filters": filters,
+        "query": _query(filters),
+        "is_lead": Role.LEAD in project.user_roles,
+        "state": None,
+    }
     if filters is None:
         return ctx
     state = agreement_report_current(project=project, filters=filters, user=request.user)
@@ -68,6 +76,7 @@ def _agreement_context(request, project) -> dict:
 
 
 # ---------------------------------------------------------------------------- pages
+
 
 @login_required
 @require_GET
@@ -129,8 +138,14 @@ def _agreement_for_download(request, project):
         return None, {"detail": "Invalid filters.", "errors": form.errors.get_json_data()}, 400
     state = agreement_report_current(project=project, filters=filters, user=request.user)
     if state["stale"] or not state["result"]:
-        return None, {"detail": "The report for the current data and these filters is not computed yet; "
-                                "a lead can start it from the quality dashboard."}, 409
+        return (
+            None,
+            {
+                "detail": "The report for the current data and these filters is not computed yet; "
+                "a lead can start it from the quality dashboard."
+            },
+            409,
+        )
     return state["result"]["agreement"], None, 200
 
 
@@ -153,10 +168,24 @@ def agreement_csv_text(agreement: dict) -> str:
     for f in agreement["fields"]:
         for fig in f["figures"]:
             ci = fig["ci"] or [None, None]
-            w.writerow([f["field"], f["type"], fig["key"], fig["label"], fig["value"], ci[0], ci[1], fig["n"],
-                        int(fig["primary"]), f["items"]])
+            w.writerow(
+                [
+                    f["field"],
+                    f["type"],
+                    fig["key"],
+                    fig["label"],
+                    fig["value"],
+                    ci[0],
+                    ci[1],
+                    fig["n"],
+                    int(fig["primary"]),
+                    f["items"],
+                ]
+            )
         for label, k in (f.get("per_label_kappa") or {}).items():
-            w.writerow([f["field"], f["type"], f"kappa[{label}]", f"per-label κ: {label}", k, "", "", f["n"], 0, f["items"]])
+            w.writerow(
+                [f["field"], f["type"], f"kappa[{label}]", f"per-label κ: {label}", k, "", "", f["n"], 0, f["items"]]
+            )
     return out.getvalue()
 
 
@@ -173,6 +202,7 @@ def agreement_csv(request, slug):
 
 
 # ---------------------------------------------------------------------------- audits
+
 
 def _audit_population_info(project) -> dict:
     targeted = len(audits.audit_population(project=project))
@@ -191,15 +221,28 @@ def audits_page(request, slug):
     form = AuditCreateForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         with form_errors(form):
-            audit = audit_create(project=project, created_by=request.user, size=form.cleaned_data["size"],
-                                 seed=form.cleaned_data["seed"], include_untargeted=form.cleaned_data["include_untargeted"])
-            messages.success(request, f"Audit #{audit.pk} created: {audit.size} gold items sent to the auditors "
-                                      f"(seed {audit.seed}).")
+            audit = audit_create(
+                project=project,
+                created_by=request.user,
+                size=form.cleaned_data["size"],
+                seed=form.cleaned_data["seed"],
+                include_untargeted=form.cleaned_data["include_untargeted"],
+            )
+            messages.success(
+                request, f"Audit #{audit.pk} created: {audit.size} gold items sent to the auditors (seed {audit.seed})."
+            )
             return redirect("quality_audit", slug=project.slug, audit_id=audit.pk)
-    return render(request, "quality/audits.html", {
-        "project": project, "audits": audits.audits_for_project(project=project), "form": form, "info": info,
-        "is_lead": Role.LEAD in project.user_roles,
-    })
+    return render(
+        request,
+        "quality/audits.html",
+        {
+            "project": project,
+            "audits": audits.audits_for_project(project=project),
+            "form": form,
+            "info": info,
+            "is_lead": Role.LEAD in project.user_roles,
+        },
+    )
 
 
 @login_required
@@ -209,14 +252,21 @@ def audit_page(request, slug, audit_id):
     audit = audits.audit_get_for_project(project=project, audit_id=audit_id)
     report = audits.audit_report(audit=audit)
     is_lead = Role.LEAD in project.user_roles
-    return render(request, "quality/audit.html", {
-        "project": project, "audit": audit, "report": report, "is_lead": is_lead,
-        "by_auditor": audits.audit_progress_by_auditor(audit=audit) if is_lead else None,
-        "table9_svg": display.table9_chart(project, report["table9"]),
-        "models_svg": display.model_ranking_chart(report["models"]) if report["models"]["rows"] else None,
-        "paper": display.paper_refs(project, display.PAPER_TABLE9),
-        "paper_mean": display.PAPER_TABLE9_MEAN if project.preset == "meme3w" else None,
-    })
+    return render(
+        request,
+        "quality/audit.html",
+        {
+            "project": project,
+            "audit": audit,
+            "report": report,
+            "is_lead": is_lead,
+            "by_auditor": audits.audit_progress_by_auditor(audit=audit) if is_lead else None,
+            "table9_svg": display.table9_chart(project, report["table9"]),
+            "models_svg": display.model_ranking_chart(report["models"]) if report["models"]["rows"] else None,
+            "paper": display.paper_refs(project, display.PAPER_TABLE9),
+            "paper_mean": display.PAPER_TABLE9_MEAN if project.preset == "meme3w" else None,
+        },
+    )
 
 
 @login_required
@@ -224,8 +274,9 @@ def audit_page(request, slug, audit_id):
 def audit_json(request, slug, audit_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
     audit = audits.audit_get_for_project(project=project, audit_id=audit_id)
-    response = HttpResponse(json.dumps(audits.audit_report(audit=audit), sort_keys=True, indent=2),
-                            content_type="application/json")
+    response = HttpResponse(
+        json.dumps(audits.audit_report(audit=audit), sort_keys=True, indent=2), content_type="application/json"
+    )
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-audit-{audit.pk}.json"'
     return response
 
@@ -247,8 +298,17 @@ def audit_csv_text(report: dict) -> str:
     for r in models.get("rows", []):
         for ref, scores in r["scores"].items():
             ci = scores.get("jra_ci") or [None, None]
-            w.writerow([f"model vs {ref}", f"{r['provider']} ({r['model']})", models.get("ranking_metric"),
-                        scores.get(key), ci[0], ci[1], r["n"]])
+            w.writerow(
+                [
+                    f"model vs {ref}",
+                    f"{r['provider']} ({r['model']})",
+                    models.get("ranking_metric"),
+                    scores.get(key),
+                    ci[0],
+                    ci[1],
+                    r["n"],
+                ]
+            )
     return out.getvalue()
 
 
@@ -264,22 +324,31 @@ def audit_csv(request, slug, audit_id):
 
 # ---------------------------------------------------------------------------- anchoring
 
+
 @login_required
 @require_GET
 def anchoring_page(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
     report = anchoring.anchoring_report(project=project)
-    return render(request, "quality/anchoring.html", {
-        "project": project, "report": report, "charts": display.anchoring_charts(report),
-    })
+    return render(
+        request,
+        "quality/anchoring.html",
+        {
+            "project": project,
+            "report": report,
+            "charts": display.anchoring_charts(report),
+        },
+    )
 
 
 @login_required
 @require_GET
 def anchoring_json(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-    response = HttpResponse(json.dumps(anchoring.anchoring_report(project=project), sort_keys=True, indent=2),
-                            content_type="application/json")
+    response = HttpResponse(
+        json.dumps(anchoring.anchoring_report(project=project), sort_keys=True, indent=2),
+        content_type="application/json",
+    )
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-anchoring.json"'
     return response
 
@@ -287,15 +356,41 @@ def anchoring_json(request, slug):
 def anchoring_csv_text(report: dict) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(["section", "provider", "model", "annotator", "field", "offered", "taken", "edited", "take_rate", "edit_rate"])
+    w.writerow(
+        ["section", "provider", "model", "annotator", "field", "offered", "taken", "edited", "take_rate", "edit_rate"]
+    )
     for m in report["models"]:
         for f in m["fields"]:
-            w.writerow(["by_field", m["provider"], m["model"], "", f["field"], f["offered"], f["taken"], f["edited"],
-                        f["take_rate"], f["edit_rate"]])
+            w.writerow(
+                [
+                    "by_field",
+                    m["provider"],
+                    m["model"],
+                    "",
+                    f["field"],
+                    f["offered"],
+                    f["taken"],
+                    f["edited"],
+                    f["take_rate"],
+                    f["edit_rate"],
+                ]
+            )
     for a in report["by_annotator"]:
         for m in a["models"]:
-            w.writerow(["by_annotator", m["provider"], "", a["annotator"], "", m["offered"], m["taken"], m["edited"],
-                        m["take_rate"], m["edit_rate"]])
+            w.writerow(
+                [
+                    "by_annotator",
+                    m["provider"],
+                    "",
+                    a["annotator"],
+                    "",
+                    m["offered"],
+                    m["taken"],
+                    m["edited"],
+                    m["take_rate"],
+                    m["edit_rate"],
+                ]
+            )
     gs = report.get("gold_scores") or {}
     for r in gs.get("rows", []):
         for k, v in (r["scores"].get("gold") or {}).items():
@@ -308,7 +403,8 @@ def anchoring_csv_text(report: dict) -> str:
 @require_GET
 def anchoring_csv(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-    response = HttpResponse(anchoring_csv_text(anchoring.anchoring_report(project=project)),
-                            content_type="text/csv; charset=utf-8")
+    response = HttpResponse(
+        anchoring_csv_text(anchoring.anchoring_report(project=project)), content_type="text/csv; charset=utf-8"
+    )
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-anchoring.csv"'
     return response

@@ -2,6 +2,7 @@
 
 Ctrl-C (or SIGTERM) stops both; if either exits, the other is stopped too.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,17 +24,41 @@ def main() -> int:
     os.chdir(ROOT)
     host = os.environ.get("HOST", "127.0.0.1")
     port = os.environ.get("PORT", "8000")
-    backend = "PostgreSQL" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "SQLite (var/concord.sqlite3)"
+    backend = (
+        "PostgreSQL" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "SQLite (var/concord.sqlite3)"
+    )
     broker = "Redis" if os.environ.get("REDIS_URL") else "filesystem broker (var/broker)"
     print(f"Concord: database {backend}, Celery broker {broker}", flush=True)
     manage("migrate", "--no-input", "-v", "0")
     manage("collectstatic", "--no-input", "-v", "0")
     manage("load_demo")
     procs = [
-        subprocess.Popen([str(BIN / "gunicorn"), "concord.wsgi", "--bind", f"{host}:{port}", "--workers", "3",
-                          "--access-logfile", "-", "--timeout", "120"]),
-        subprocess.Popen([str(BIN / "celery"), "-A", "concord", "worker", "--loglevel", "INFO",
-                          "--concurrency", os.environ.get("WORKER_CONCURRENCY", "2")]),
+        subprocess.Popen(
+            [
+                str(BIN / "gunicorn"),
+                "concord.wsgi",
+                "--bind",
+                f"{host}:{port}",
+                "--workers",
+                "3",
+                "--access-logfile",
+                "-",
+                "--timeout",
+                "120",
+            ]
+        ),
+        subprocess.Popen(
+            [
+                str(BIN / "celery"),
+                "-A",
+                "concord",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                os.environ.get("WORKER_CONCURRENCY", "2"),
+            ]
+        ),
     ]
 
     def stop(*_):
@@ -48,8 +73,11 @@ def main() -> int:
                 p.kill()
 
     signal.signal(signal.SIGTERM, lambda *a: (stop(), sys.exit(0)))
-    print(f"\n  Concord is running at http://{host}:{port}/  (API docs: /api/docs/)\n"
-          "  Web server and Celery worker started; Ctrl-C stops both.\n", flush=True)
+    print(
+        f"\n  Concord is running at http://{host}:{port}/  (API docs: /api/docs/)\n"
+        "  Web server and Celery worker started; Ctrl-C stops both.\n",
+        flush=True,
+    )
     try:
         while all(p.poll() is None for p in procs):
             time.sleep(0.5)

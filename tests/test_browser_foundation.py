@@ -10,14 +10,19 @@ from projects.factories import image_bytes
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_lead_logs_in_uploads_a_zip_and_reads_the_import_report(page, browser_login, live_server, lead, project, tmp_path):
+def test_lead_logs_in_uploads_a_zip_and_reads_the_import_report(
+    page, browser_login, live_server, lead, project, tmp_path
+):
     browser_login(lead)
     page.click("text=P1")
     page.click("text=Import items")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("manifest.jsonl", '{"image": "a.jpg", "text": "first meme", "source_id": "a"}\n'
-                                     '{"image": "broken.jpg", "text": "second", "source_id": "b"}\n')
+        z.writestr(
+            "manifest.jsonl",
+            '{"image": "a.jpg", "text": "first meme", "source_id": "a"}\n'
+            '{"image": "broken.jpg", "text": "second", "source_id": "b"}\n',
+        )
         z.writestr("a.jpg", image_bytes(1))
         z.writestr("broken.jpg", b"GIF89a not really")
     path = tmp_path / "upload.zip"
@@ -27,7 +32,9 @@ def test_lead_logs_in_uploads_a_zip_and_reads_the_import_report(page, browser_lo
     # Eager Celery in tests: the report is there at once; the htmx poll is exercised when pending.
     page.wait_for_selector(".job-import .imported")
     assert page.inner_text(".job-import .imported") == "1"
-    assert "truncated or corrupt image" in page.inner_text(".import-errors") or "not an image" in page.inner_text(".import-errors")
+    assert "truncated or corrupt image" in page.inner_text(".import-errors") or "not an image" in page.inner_text(
+        ".import-errors"
+    )
     assert page.console_errors == []
 
 

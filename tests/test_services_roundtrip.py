@@ -3,6 +3,7 @@
 With DATABASE_URL=PostgreSQL and REDIS_URL set (CI), this goes through Redis to a Celery
 worker subprocess writing to PostgreSQL. Elsewhere it skips and says why.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,9 +44,29 @@ def test_task_goes_through_redis_to_a_worker_and_lands_in_postgres(tmp_path):
         "CONCORD_VAR_DIR": str(tmp_path),
     }
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "concord", "worker", "-Q", queue, "--concurrency", "1",
-         "--pool", "solo", "--loglevel", "WARNING", "--without-heartbeat", "--without-mingle", "--without-gossip"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "concord",
+            "worker",
+            "-Q",
+            queue,
+            "--concurrency",
+            "1",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "WARNING",
+            "--without-heartbeat",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     token = uuid.uuid4().hex
     try:

@@ -42,9 +42,13 @@ def test_secret_key_is_generated_once_into_a_0600_file(tmp_path):
 
 
 def _manage(*args, **extra_env):
-    environment = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "CONCORD_PRODUCTION", "DJANGO_ALLOW_ASYNC_UNSAFE")}
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("DEBUG", "CONCORD_PRODUCTION", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    }
     environment.update(extra_env)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_check_deploy_is_clean_with_production_settings(tmp_path):

@@ -1,5 +1,6 @@
 """The submit endpoint of the annotation workspace: it spans annotation and adjudication
 (workflow.services.annotation_submit), so it lives here, above both."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
@@ -14,8 +15,10 @@ from workflow.services import annotation_submit
 class AnnotationSubmitApi(OwnAnnotationApi):
     """Validate and submit; 400 with per-field errors, 409 when stale, taken or closed."""
 
-    @extend_schema(request=SaveInput, responses={200: SaveOutput, 400: ErrorOutput, 403: ErrorOutput,
-                                                 404: ErrorOutput, 409: ErrorOutput})
+    @extend_schema(
+        request=SaveInput,
+        responses={200: SaveOutput, 400: ErrorOutput, 403: ErrorOutput, 404: ErrorOutput, 409: ErrorOutput},
+    )
     def post(self, request, slug, item_id, kind=Kind.ANNOTATION):
         self.kind = kind
         annotation = self._annotation(request, slug, item_id)

@@ -4,6 +4,7 @@ Submitting the N-th annotation of an item moves the item on: annotation records 
 submission, adjudication routes the item (gold when identical, auto-merge, or a reviewer's
 queue). Neither app imports the other; this module calls both, in one transaction.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,7 +18,13 @@ from projects.models import Item
 
 
 def annotation_submit(
-    *, annotator, item: Item, values: Any, version: Any, provenance: Any = None, time_spent_ms: Any = 0,
+    *,
+    annotator,
+    item: Item,
+    values: Any,
+    version: Any,
+    provenance: Any = None,
+    time_spent_ms: Any = 0,
     kind: str = Kind.ANNOTATION,
 ) -> SaveResult:
     """Validate and submit (annotation.services.annotation_submit_record); when this is the
@@ -30,8 +37,15 @@ def annotation_submit(
     agreed with them).
     """
     with transaction.atomic():
-        result = annotation_submit_record(annotator=annotator, item=item, values=values, version=version,
-                                          provenance=provenance, time_spent_ms=time_spent_ms, kind=kind)
+        result = annotation_submit_record(
+            annotator=annotator,
+            item=item,
+            values=values,
+            version=version,
+            provenance=provenance,
+            time_spent_ms=time_spent_ms,
+            kind=kind,
+        )
         if result.completed:
             result.routed_to = item_route(item=result.annotation.item)
             assignments_release(item=result.annotation.item)

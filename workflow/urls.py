@@ -4,8 +4,15 @@ from annotation.models import Kind
 from workflow import apis
 
 urlpatterns = [
-    path("api/projects/<slug:slug>/annotate/<int:item_id>/submit", apis.AnnotationSubmitApi.as_view(),
-         name="api_annotate_submit"),
-    path("api/projects/<slug:slug>/audit/<int:item_id>/submit", apis.AnnotationSubmitApi.as_view(),
-         {"kind": Kind.AUDIT}, name="api_audit_submit"),
+    path(
+        "api/projects/<slug:slug>/annotate/<int:item_id>/submit",
+        apis.AnnotationSubmitApi.as_view(),
+        name="api_annotate_submit",
+    ),
+    path(
+        "api/projects/<slug:slug>/audit/<int:item_id>/submit",
+        apis.AnnotationSubmitApi.as_view(),
+        {"kind": Kind.AUDIT},
+        name="api_audit_submit",
+    ),
 ]

@@ -48,16 +48,28 @@ def test_annotator_of_the_item_cannot_open_its_adjudication(client_for, annotato
     c = client_for(annotator_a)
     r = c.get(f"/p/{project.slug}/review/{task.pk}/")
     assert r.status_code == 403
-    assert post_json(c, f"/p/{project.slug}/review/{task.pk}/decide", {"decisions": {}, "version": 0}).status_code == 403
+    assert (
+        post_json(c, f"/p/{project.slug}/review/{task.pk}/decide", {"decisions": {}, "version": 0}).status_code == 403
+    )
 
 
 def test_outsider_and_wrong_roles_are_refused(client_for, outsider, annotator_a, lead, task, project, one_item):
-    for url in [f"/p/{project.slug}/review/", f"/p/{project.slug}/review/{task.pk}/", f"/p/{project.slug}/lexicon/",
-                f"/p/{project.slug}/items/", f"/p/{project.slug}/items/{one_item.pk}/history", f"/p/{project.slug}/lexicon.csv"]:
+    for url in [
+        f"/p/{project.slug}/review/",
+        f"/p/{project.slug}/review/{task.pk}/",
+        f"/p/{project.slug}/lexicon/",
+        f"/p/{project.slug}/items/",
+        f"/p/{project.slug}/items/{one_item.pk}/history",
+        f"/p/{project.slug}/lexicon.csv",
+    ]:
         assert client_for(outsider).get(url).status_code == 404, url
     assert client_for(annotator_a).get(f"/p/{project.slug}/review/").status_code == 403
     assert client_for(lead).get(f"/p/{project.slug}/review/{task.pk}/").status_code == 403  # not a reviewer
-    for url in [f"/p/{project.slug}/lexicon/", f"/p/{project.slug}/items/", f"/p/{project.slug}/items/{one_item.pk}/history"]:
+    for url in [
+        f"/p/{project.slug}/lexicon/",
+        f"/p/{project.slug}/items/",
+        f"/p/{project.slug}/items/{one_item.pk}/history",
+    ]:
         assert client_for(annotator_a).get(url).status_code == 403, url
 
 
@@ -70,9 +82,13 @@ def test_decide_over_http_validation_stale_and_success(client_for, reviewer, tas
     assert r.status_code == 400 and "visual_region" in r.json()["errors"]
     d = post_json(c, f"/p/{project.slug}/review/{task.pk}/draft", {"draft": {"decisions": {}}, "version": 0})
     assert d.json() == {"version": 1}
-    stale = post_json(c, url, {"decisions": {"target_category": {"pick": 1}, "visual_region": {"pick": 2}}, "version": 0})
+    stale = post_json(
+        c, url, {"decisions": {"target_category": {"pick": 1}, "visual_region": {"pick": 2}}, "version": 0}
+    )
     assert stale.status_code == 409 and "changed elsewhere" in stale.json()["detail"]
-    ok = post_json(c, url, {"decisions": {"target_category": {"pick": 1}, "visual_region": {"pick": 2}}, "version": 1, "note": "x"})
+    ok = post_json(
+        c, url, {"decisions": {"target_category": {"pick": 1}, "visual_region": {"pick": 2}}, "version": 1, "note": "x"}
+    )
     assert ok.status_code == 200 and ok.json()["revision"] == 1
     assert GoldRecord.objects.get().provenance["visual_region"]["from_annotator"] == 2
 
@@ -81,7 +97,10 @@ def test_lexicon_page_edit_csv_roundtrip_and_errors(client_for, lead, project):
     c = client_for(lead)
     v0, seeded = lexicon_current(project=project)
     assert v0 == 1 and seeded["woman"] == "women"
-    r = c.post(f"/p/{project.slug}/lexicon/", {"entries": "woman, women\nZorgians, people from Planet Zorg", "note": "add zorg"})
+    r = c.post(
+        f"/p/{project.slug}/lexicon/",
+        {"entries": "woman, women\nZorgians, people from Planet Zorg", "note": "add zorg"},
+    )
     assert r.status_code == 302
     assert lexicon_current(project=project) == (2, {"woman": "women", "Zorgians": "people from Planet Zorg"})
     bad = c.post(f"/p/{project.slug}/lexicon/", {"entries": "cats, dogs\ndogs, birds"})

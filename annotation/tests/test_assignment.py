@@ -1,4 +1,5 @@
 """Who gets which item: N distinct annotators, balance, expiry, skips, the session cap."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -81,7 +82,9 @@ def test_next_resumes_the_annotators_unfinished_item(project, open_items, ann_a)
 def test_expired_claim_returns_item_to_pool_and_keeps_the_draft(project, open_items, ann_a, ann_b, ann_c):
     mine = claim(ann_a, project)
     item = mine.item
-    annotation_save_draft(annotator=ann_a, item=item, values={"label": "harmful", "target_entity": "Zorgians"}, version=0)
+    annotation_save_draft(
+        annotator=ann_a, item=item, values={"label": "harmful", "target_entity": "Zorgians"}, version=0
+    )
     expire(mine)
     # The slot is free again: b and c take both slots of the item a left.
     assert claim(ann_b, project).item_id == item.pk

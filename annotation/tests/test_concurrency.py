@@ -3,6 +3,7 @@
 SQLite serializes writers (IMMEDIATE transactions), so there is nothing to race there; these
 tests need PostgreSQL's row locks and SKIP LOCKED, and run in CI, which uses PostgreSQL.
 """
+
 from __future__ import annotations
 
 import threading
@@ -82,9 +83,7 @@ def test_concurrent_rounds_of_claim_and_submit(project, items, crowd):
             annotation_submit(annotator=user, item=result.annotation.item, values=MEME3W_HARMFUL, version=0)
 
     run_threads(work, [(u,) for u in crowd])
-    submitted = Counter(
-        Annotation.objects.filter(status="submitted").values_list("item_id", flat=True)
-    )
+    submitted = Counter(Annotation.objects.filter(status="submitted").values_list("item_id", flat=True))
     # Every item was completed by exactly N distinct annotators and then routed (identical => gold).
     assert submitted == {i.pk: 2 for i in items}
     assert not Assignment.objects.exists()

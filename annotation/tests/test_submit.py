@@ -1,4 +1,5 @@
 """Saving, validating, versioning, routing and recording an annotation."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -19,10 +20,20 @@ from workflow.services import annotation_submit
 pytestmark = pytest.mark.django_db
 
 CANDIDATE_REPLIES = [
-    {"label": "harmful", "target_category": "group background", "target_entity": "people from Planet Zorg",
-     "text_mention": "people from Planet Zorg", "visual_region": [[10, 20, 300, 400]]},
-    {"label": "harmful", "target_category": "religion and caste", "target_entity": "Zorg monks",
-     "text_mention": "Planet Zorg", "visual_region": []},
+    {
+        "label": "harmful",
+        "target_category": "group background",
+        "target_entity": "people from Planet Zorg",
+        "text_mention": "people from Planet Zorg",
+        "visual_region": [[10, 20, 300, 400]],
+    },
+    {
+        "label": "harmful",
+        "target_category": "religion and caste",
+        "target_entity": "Zorg monks",
+        "text_mention": "Planet Zorg",
+        "visual_region": [],
+    },
     {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None, "visual_region": []},
 ]
 
@@ -46,7 +57,8 @@ def test_submit_stores_validated_values_and_history(mine, ann_a):
     assert a.schema_version == mine.item.project.schema_version
     assert Assignment.objects.get(annotation=a).status == "submitted"
     assert list(AnnotationRevision.objects.filter(annotation=a).values_list("version", "status")) == [
-        (1, "draft"), (2, "submitted"),
+        (1, "draft"),
+        (2, "submitted"),
     ]
     assert result.routed_to is None  # one of two annotators
 
@@ -57,15 +69,18 @@ def test_non_harmful_clears_the_target_fields(mine, ann_a):
     assert reload(mine).values == MEME3W_NOT_HARMFUL
 
 
-@pytest.mark.parametrize("values, field, message", [
-    ({"label": "harmful"}, "target_category", "is required"),
-    ({**MEME3W_HARMFUL, "text_mention": "people from planet zorg"}, "text_mention", "copied exactly"),
-    ({**MEME3W_HARMFUL, "visual_region": [[0, 0, 1001, 10]]}, "visual_region", "[0, 1000]"),
-    ({**MEME3W_HARMFUL, "visual_region": [[50, 50, 10, 10]]}, "visual_region", "x1 < x2"),
-    ({**MEME3W_HARMFUL, "visual_region": [[1.5, 2, 30, 40]]}, "visual_region", "integers"),
-    ({**MEME3W_HARMFUL, "target_category": "aliens"}, "target_category", "must be one of"),
-    ({**MEME3W_HARMFUL, "bogus": 1}, "__all__", "unknown field"),
-])
+@pytest.mark.parametrize(
+    "values, field, message",
+    [
+        ({"label": "harmful"}, "target_category", "is required"),
+        ({**MEME3W_HARMFUL, "text_mention": "people from planet zorg"}, "text_mention", "copied exactly"),
+        ({**MEME3W_HARMFUL, "visual_region": [[0, 0, 1001, 10]]}, "visual_region", "[0, 1000]"),
+        ({**MEME3W_HARMFUL, "visual_region": [[50, 50, 10, 10]]}, "visual_region", "x1 < x2"),
+        ({**MEME3W_HARMFUL, "visual_region": [[1.5, 2, 30, 40]]}, "visual_region", "integers"),
+        ({**MEME3W_HARMFUL, "target_category": "aliens"}, "target_category", "must be one of"),
+        ({**MEME3W_HARMFUL, "bogus": 1}, "__all__", "unknown field"),
+    ],
+)
 def test_invalid_submit_names_the_field_and_saves_nothing(mine, ann_a, values, field, message):
     with pytest.raises(InvalidValues) as exc:
         annotation_submit(annotator=ann_a, item=mine.item, values=values, version=0)
@@ -76,13 +91,23 @@ def test_invalid_submit_names_the_field_and_saves_nothing(mine, ann_a, values, f
 
 def test_mention_must_be_an_exact_substring(mine, ann_a):
     text = mine.item.text
-    exact = text[text.index("people"):text.index("people") + 10]
+    exact = text[text.index("people") : text.index("people") + 10]
     annotation_submit(annotator=ann_a, item=mine.item, values={**MEME3W_HARMFUL, "text_mention": exact}, version=0)
     assert reload(mine).values["text_mention"] == exact
 
 
-@pytest.mark.parametrize("values", ["harmful", ["label"], {"label": 3}, {"visual_region": [[1, 2, 3]]},
-                                    {"visual_region": "[[1,2,3,4]]"}, {"target_entity": "x" * 30_000}, {"zzz": 1}])
+@pytest.mark.parametrize(
+    "values",
+    [
+        "harmful",
+        ["label"],
+        {"label": 3},
+        {"visual_region": [[1, 2, 3]]},
+        {"visual_region": "[[1,2,3,4]]"},
+        {"target_entity": "x" * 30_000},
+        {"zzz": 1},
+    ],
+)
 def test_malformed_draft_is_refused_and_nothing_is_lost(mine, ann_a, values):
     annotation_save_draft(annotator=ann_a, item=mine.item, values={"label": "harmful"}, version=0)
     with pytest.raises(InvalidValues):
@@ -92,10 +117,13 @@ def test_malformed_draft_is_refused_and_nothing_is_lost(mine, ann_a, values):
 
 
 def test_draft_keeps_incomplete_values_and_clears_hidden_ones(mine, ann_a):
-    annotation_save_draft(annotator=ann_a, item=mine.item, version=0,
-                          values={"label": "non-harmful", "target_entity": "stale leftover"})
+    annotation_save_draft(
+        annotator=ann_a, item=mine.item, version=0, values={"label": "non-harmful", "target_entity": "stale leftover"}
+    )
     assert reload(mine).values["target_entity"] is None
-    annotation_save_draft(annotator=ann_a, item=mine.item, version=1, values={"label": "harmful", "target_entity": "Zorg"})
+    annotation_save_draft(
+        annotator=ann_a, item=mine.item, version=1, values={"label": "harmful", "target_entity": "Zorg"}
+    )
     assert reload(mine).values["target_entity"] == "Zorg"
 
 
@@ -163,7 +191,9 @@ def test_provenance_resolves_ids_server_side_and_computes_edits(project, open_it
     other = next(letter for letter, f in shown.items() if f.get("target_entity") == "Zorg monks")
     values = {**shown[harmful], "target_entity": "Zorgians", "text_mention": shown[other]["text_mention"]}
     provenance = {
-        "label": {"letter": harmful}, "target_category": {"letter": harmful}, "target_entity": {"letter": harmful},
+        "label": {"letter": harmful},
+        "target_category": {"letter": harmful},
+        "target_entity": {"letter": harmful},
         "text_mention": {"letter": other, "candidate_id": 999999, "edited": False},  # browser ids are ignored
         "visual_region": {"letter": harmful},
     }
@@ -183,8 +213,13 @@ def test_unknown_candidate_letter_is_refused(project, open_items, ann_a):
     candidates_create(open_items[0], CANDIDATE_REPLIES[:1])
     mine = claim(ann_a, project)
     with pytest.raises(InvalidValues) as exc:
-        annotation_save_draft(annotator=ann_a, item=mine.item, values={"label": "harmful"}, version=0,
-                              provenance={"label": {"letter": "Q"}})
+        annotation_save_draft(
+            annotator=ann_a,
+            item=mine.item,
+            values={"label": "harmful"},
+            version=0,
+            provenance={"label": {"letter": "Q"}},
+        )
     assert "no candidate Q" in exc.value.errors["label"]
 
 
@@ -206,8 +241,14 @@ def test_audit_is_blind_separate_and_never_routes(project, open_items, ann_a, an
     assert annotation_audit_assign(auditor=auditor, item=open_items[0]).pk == audit.pk  # idempotent
     assert audit.kind == "audit" and Assignment.objects.get(annotation=audit).expires_at is None
     with pytest.raises(InvalidValues):
-        annotation_submit(annotator=auditor, item=open_items[0], values=MEME3W_HARMFUL, version=0,
-                          provenance={"label": {"letter": "A"}}, kind="audit")
+        annotation_submit(
+            annotator=auditor,
+            item=open_items[0],
+            values=MEME3W_HARMFUL,
+            version=0,
+            provenance={"label": {"letter": "A"}},
+            kind="audit",
+        )
     item_stage_set(item=open_items[0], stage=Stage.GOLD)  # audits are of gold items
     annotation_submit(annotator=auditor, item=open_items[0], values=MEME3W_HARMFUL, version=0, kind="audit")
     assert reload(audit).status == "submitted"

@@ -1,4 +1,5 @@
 """Pages and JSON endpoints: access, the content warning, blindness on the raw bytes, query counts."""
+
 from __future__ import annotations
 
 import json
@@ -80,8 +81,9 @@ def test_annotator_cannot_use_audit_pages_and_auditor_cannot_annotate(project, o
 def test_anonymous_is_sent_to_login_and_api_answers_401(project, open_items, client):
     r = client.get(reverse("annotate_home", args=[project.slug]))
     assert r.status_code == 302 and "/accounts/login/" in r["Location"]
-    r = client.post(reverse("api_annotate_draft", args=[project.slug, open_items[0].pk]), data="{}",
-                    content_type="application/json")
+    r = client.post(
+        reverse("api_annotate_draft", args=[project.slug, open_items[0].pk]), data="{}", content_type="application/json"
+    )
     assert r.status_code == 401
 
 
@@ -89,8 +91,11 @@ def test_items_not_assigned_to_the_caller_are_404(project, open_items, ann_a, an
     theirs = claim(ann_b, project)
     c = client_for(ann_a)
     assert c.get(reverse("annotate_item", args=[project.slug, theirs.item_id])).status_code == 404
-    r = c.post(reverse("api_annotate_draft", args=[project.slug, theirs.item_id]),
-               data=json.dumps({"values": {}, "version": 0}), content_type="application/json")
+    r = c.post(
+        reverse("api_annotate_draft", args=[project.slug, theirs.item_id]),
+        data=json.dumps({"values": {}, "version": 0}),
+        content_type="application/json",
+    )
     assert r.status_code == 404
     assert c.get(reverse("annotate_item", args=[project.slug, 99999999])).status_code == 404
 
@@ -139,10 +144,13 @@ def test_workspace_is_generated_from_the_schema(project, open_items, ann_a, clie
     assert 'type="module" src="/static/annotation/workspace.js"' in body
 
 
-@pytest.mark.parametrize("preset, widgets", [
-    ("aha", ["radio", "checkboxes"]),
-    ("memecap", ["textarea", "textlist"]),
-])
+@pytest.mark.parametrize(
+    "preset, widgets",
+    [
+        ("aha", ["radio", "checkboxes"]),
+        ("memecap", ["textarea", "textlist"]),
+    ],
+)
 def test_other_presets_render_their_widgets(lead, make_user, tmp_path, client_for, preset, widgets):
     from projects.factories import items_create, project_with_members
 
@@ -162,8 +170,13 @@ def test_other_presets_render_their_widgets(lead, make_user, tmp_path, client_fo
 def test_blindness_on_raw_html_and_json(project, open_items, ann_a, ann_b, client_for):
     candidates_create(open_items[0], CANDIDATE_REPLIES)
     mine = claim(ann_a, project)
-    annotation_submit(annotator=ann_a, item=mine.item, version=0, provenance={"label": {"letter": "A"}},
-                      values={**MEME3W_HARMFUL, "target_entity": SECRET_ENTITY})
+    annotation_submit(
+        annotator=ann_a,
+        item=mine.item,
+        version=0,
+        provenance={"label": {"letter": "A"}},
+        values={**MEME3W_HARMFUL, "target_entity": SECRET_ENTITY},
+    )
     theirs = claim(ann_b, project)
     assert theirs.item_id == mine.item_id
     c = client_for(ann_b)
@@ -214,8 +227,11 @@ def test_audit_page_loads_no_candidates(project, open_items, auditor, client_for
     assert b"blind audit" in page.content
     listing = c.get(reverse("audit_home", args=[project.slug]))
     assert reverse("audit_item", args=[project.slug, open_items[0].pk]).encode() in listing.content
-    r = c.post(reverse("api_audit_submit", args=[project.slug, open_items[0].pk]),
-               data=json.dumps({"values": MEME3W_HARMFUL, "version": 0}), content_type="application/json")
+    r = c.post(
+        reverse("api_audit_submit", args=[project.slug, open_items[0].pk]),
+        data=json.dumps({"values": MEME3W_HARMFUL, "version": 0}),
+        content_type="application/json",
+    )
     assert r.status_code == 200 and r.json()["status"] == "submitted"
 
 
@@ -230,8 +246,13 @@ def test_api_draft_submit_and_conflicts(project, open_items, ann_a, client_for):
     assert r.status_code == 400 and r.json()["errors"]["target_category"] == "is required"
     r = call(c, "post", draft, {"values": {"label": "non-harmful"}, "version": 0})
     assert r.status_code == 409 and r.json()["code"] == "stale" and "another tab" in r.json()["detail"]
-    for bad in ({"values": "x", "version": 1}, {"values": {}}, {"values": {}, "version": "one"},
-                {"values": {}, "version": 1, "time_spent_ms": -5}, {"values": {"label": ["a"]}, "version": 1}):
+    for bad in (
+        {"values": "x", "version": 1},
+        {"values": {}},
+        {"values": {}, "version": "one"},
+        {"values": {}, "version": 1, "time_spent_ms": -5},
+        {"values": {"label": ["a"]}, "version": 1},
+    ):
         r = call(c, "post", draft, bad)
         assert r.status_code == 400, bad
     r = c.post(draft, data="not json", content_type="application/json")
@@ -253,7 +274,9 @@ def test_skip_view_and_api(project, open_items, ann_a, client_for):
     second = claim(ann_a, project)
     r = call(c, "post", reverse("api_annotate_skip", args=[project.slug, second.item_id]), {"reason": "nope"})
     assert r.status_code == 400
-    r = call(c, "post", reverse("api_annotate_skip", args=[project.slug, second.item_id]), {"reason": "unclear_category"})
+    r = call(
+        c, "post", reverse("api_annotate_skip", args=[project.slug, second.item_id]), {"reason": "unclear_category"}
+    )
     assert r.status_code == 200 and r.json()["status"] == "skipped"
 
 
@@ -318,8 +341,12 @@ def test_a_schema_change_never_breaks_a_kept_draft(project, open_items, ann_a, c
     from projects.services import project_schema_update
 
     mine = claim(ann_a, project)
-    annotation_save_draft(annotator=ann_a, item=mine.item, version=0,
-                          values={"label": "harmful", "target_entity": "Zorgians", "visual_region": [[1, 2, 30, 40]]})
+    annotation_save_draft(
+        annotator=ann_a,
+        item=mine.item,
+        version=0,
+        values={"label": "harmful", "target_entity": "Zorgians", "visual_region": [[1, 2, 30, 40]]},
+    )
     fields = [f for f in MEME3W_SCHEMA["fields"] if f["name"] != "target_entity"]
     fields = [{**f, "type": "entity"} if f["name"] == "visual_region" else f for f in fields]
     project_schema_update(project=project, schema={**MEME3W_SCHEMA, "fields": fields})
@@ -328,8 +355,12 @@ def test_a_schema_change_never_breaks_a_kept_draft(project, open_items, ann_a, c
     assert page.status_code == 200
     state = json.loads(page.context["state_json"])
     assert state["values"] == {"label": "harmful", "target_category": None, "text_mention": None}
-    r = call(c, "post", reverse("api_annotate_draft", args=[project.slug, mine.item_id]),
-             {"values": state["values"], "version": state["version"]})
+    r = call(
+        c,
+        "post",
+        reverse("api_annotate_draft", args=[project.slug, mine.item_id]),
+        {"values": state["values"], "version": state["version"]},
+    )
     assert r.status_code == 200
 
 
@@ -343,8 +374,9 @@ def _count(django_assert_max_num_queries, client, url, n):
     return r
 
 
-def test_workspace_queries_do_not_grow_with_project_size(project, items, ann_a, client_for, tmp_path,
-                                                         django_assert_num_queries):
+def test_workspace_queries_do_not_grow_with_project_size(
+    project, items, ann_a, client_for, tmp_path, django_assert_num_queries
+):
     from projects.factories import items_create
 
     items_open(items)

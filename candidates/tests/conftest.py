@@ -31,10 +31,23 @@ def three_providers(project, fake_llm, api_keys):
 
     common = {"project": project, "requests_per_minute": 6000, "timeout_seconds": 2}
     return [
-        provider_create(name="gpt", kind="openai", model="gpt-test", base_url=f"{fake_llm.url}/v1",
-                        api_key_env="CONCORD_TEST_OPENAI_KEY", **common),
-        provider_create(name="gem", kind="gemini", model="gemini-test", base_url=fake_llm.url,
-                        api_key_env="CONCORD_TEST_GEMINI_KEY", **common),
-        provider_create(name="qwen", kind="openai-compatible", model="qwen-vl-test", base_url=f"{fake_llm.url}/v1",
-                        **common),
+        provider_create(
+            name="gpt",
+            kind="openai",
+            model="gpt-test",
+            base_url=f"{fake_llm.url}/v1",
+            api_key_env="CONCORD_TEST_OPENAI_KEY",
+            **common,
+        ),
+        provider_create(
+            name="gem",
+            kind="gemini",
+            model="gemini-test",
+            base_url=fake_llm.url,
+            api_key_env="CONCORD_TEST_GEMINI_KEY",
+            **common,
+        ),
+        provider_create(
+            name="qwen", kind="openai-compatible", model="qwen-vl-test", base_url=f"{fake_llm.url}/v1", **common
+        ),
     ]

@@ -20,6 +20,7 @@ plan is used up every request answers ``default`` ("ok"). Behaviours:
 - ``body:TEXT``: reply content TEXT verbatim.
 - ``badbody``: HTTP 200 whose body is not JSON at all.
 """
+
 from __future__ import annotations
 
 import base64
@@ -167,8 +168,18 @@ class FakeLLM:
             h._send(404, {"error": {"message": f"no route {path}"}})
             return
         behaviour = self._next_behaviour(model)
-        rec = Recorded(path=path, headers={k.lower(): v for k, v in h.headers.items()}, body=body, at=time.time(), model=model, kind=kind,
-                       behaviour=behaviour, user_text=user_text, image_mime=mime, image_bytes=img)
+        rec = Recorded(
+            path=path,
+            headers={k.lower(): v for k, v in h.headers.items()},
+            body=body,
+            at=time.time(),
+            model=model,
+            kind=kind,
+            behaviour=behaviour,
+            user_text=user_text,
+            image_mime=mime,
+            image_bytes=img,
+        )
         with self._lock:
             self.requests.append(rec)
         if self.latency:
@@ -194,14 +205,20 @@ class FakeLLM:
             return
         if kind == "openai":
             payload = {
-                "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
                 "model": model + "-served",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
                 "usage": {"prompt_tokens": 1200, "completion_tokens": 80, "total_tokens": 1280},
             }
         else:
             payload = {
-                "candidates": [{"content": {"parts": [{"text": content}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+                "candidates": [
+                    {"content": {"parts": [{"text": content}], "role": "model"}, "finishReason": "STOP", "index": 0}
+                ],
                 "usageMetadata": {"promptTokenCount": 1100, "candidatesTokenCount": 70, "totalTokenCount": 1170},
                 "modelVersion": model + "-001",
             }
@@ -235,7 +252,13 @@ class FakeLLM:
 
 
 def _error(kind: str, status: int) -> dict:
-    names = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 401: "UNAUTHENTICATED", 400: "INVALID_ARGUMENT"}
+    names = {
+        429: "RESOURCE_EXHAUSTED",
+        500: "INTERNAL",
+        503: "UNAVAILABLE",
+        401: "UNAUTHENTICATED",
+        400: "INVALID_ARGUMENT",
+    }
     if kind == "gemini":
         return {"error": {"code": status, "message": f"fake error {status}", "status": names.get(status, "UNKNOWN")}}
     return {"error": {"message": f"fake error {status}", "type": names.get(status, "error").lower(), "code": None}}

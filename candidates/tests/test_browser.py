@@ -1,4 +1,5 @@
 """A lead adds a provider, generates candidates and watches the job page, in Chromium."""
+
 from __future__ import annotations
 
 import json
@@ -13,9 +14,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_lead_generates_candidates_and_sees_progress(page, browser_login, live_server, project, lead, items, settings):
     replay = settings.VAR_DIR / "replay.jsonl"
-    replay.write_text("".join(
-        json.dumps({"source_id": it.source_id, "reply": {"label": "non-harmful"}}) + "\n" for it in items
-    ))
+    replay.write_text(
+        "".join(json.dumps({"source_id": it.source_id, "reply": {"label": "non-harmful"}}) + "\n" for it in items)
+    )
     browser_login(lead)
     page.goto(f"{live_server.url}/p/{project.slug}/")
     page.click("text=providers")
@@ -43,9 +44,9 @@ def test_job_page_updates_by_polling(page, browser_login, live_server, project, 
     from candidates.services import candidate_job_start, candidate_task_execute, provider_create
 
     replay = settings.VAR_DIR / "replay.jsonl"
-    replay.write_text("".join(
-        json.dumps({"source_id": it.source_id, "reply": {"label": "non-harmful"}}) + "\n" for it in items
-    ))
+    replay.write_text(
+        "".join(json.dumps({"source_id": it.source_id, "reply": {"label": "non-harmful"}}) + "\n" for it in items)
+    )
     provider_create(project=project, name="r", kind="replay", model="m", replay_path=str(replay))
     job = candidate_job_start(project=project, user=lead, enqueue=False)  # as if the workers were busy
     browser_login(lead)

@@ -14,7 +14,10 @@ def test_load_demo_configures_replay_providers_and_candidates():
     call_command("load_demo", "--quiet")
     project = Project.objects.get(slug="demo-meme3w")
     assert sorted(Provider.objects.filter(project=project).values_list("name", "kind")) == [
-        ("model-1", "replay"), ("model-2", "replay"), ("model-3", "replay")]
+        ("model-1", "replay"),
+        ("model-2", "replay"),
+        ("model-3", "replay"),
+    ]
     n_items = project.items.count()
     assert Candidate.objects.filter(item__project=project, parse_error="").count() == 3 * n_items
     assert not Item.objects.filter(project=project, stage=Stage.NEW).exists()

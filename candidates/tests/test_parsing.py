@@ -47,7 +47,7 @@ def test_prefers_the_object_with_the_schema_fields():
 
 
 def test_braces_inside_strings_do_not_confuse_the_scanner():
-    obj = {**GOOD, "think": "a } brace and a { brace and \\\" quote"}
+    obj = {**GOOD, "think": 'a } brace and a { brace and \\" quote'}
     assert extract_json_object("prose " + json.dumps(obj) + " more")["think"] == obj["think"]
 
 
@@ -60,15 +60,17 @@ def test_no_json_object_is_a_parse_error_not_a_crash(reply):
 
 
 def test_malformed_fields_are_removed_and_recorded_never_the_candidate():
-    reply = json.dumps({
-        "think": "x",
-        "label": "harmful",
-        "target_category": "aliens",  # not a category
-        "target_entity": ["not", "text"],
-        "text_mention": "trusted with tea",  # not in the item text
-        "visual_region": [[0.1, 0.2, 0.5, 0.9], [100, 100, 1500, 900], [50, 60, 400, 700]],
-        "confidence": 0.9,
-    })
+    reply = json.dumps(
+        {
+            "think": "x",
+            "label": "harmful",
+            "target_category": "aliens",  # not a category
+            "target_entity": ["not", "text"],
+            "text_mention": "trusted with tea",  # not in the item text
+            "visual_region": [[0.1, 0.2, 0.5, 0.9], [100, 100, 1500, 900], [50, 60, 400, 700]],
+            "confidence": 0.9,
+        }
+    )
     parsed = parse_reply(reply, schema=SCHEMA, item_text=TEXT)
     assert parsed.error == ""
     assert parsed.fields == {"label": "harmful", "visual_region": [[50, 60, 400, 700]]}

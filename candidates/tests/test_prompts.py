@@ -10,10 +10,15 @@ from projects.presets import PRESETS
 def test_meme3w_prompt_has_the_five_steps_definitions_and_schema():
     p = build_prompt(preset="meme3w", schema_data=PRESETS["meme3w"]["schema"])
     for phrase in [
-        "Analyze the visual and textual content", "Decode the meme semantics",
-        "Distinguish the attacked target from contextual elements", "Determine the target evidence",
-        "Classify the meme and target category", "HARMFULNESS DEFINITION",
-        "health condition: disability, disease", "normalized to [0, 1000]", '"think"',
+        "Analyze the visual and textual content",
+        "Decode the meme semantics",
+        "Distinguish the attacked target from contextual elements",
+        "Determine the target evidence",
+        "Classify the meme and target category",
+        "HARMFULNESS DEFINITION",
+        "health condition: disability, disease",
+        "normalized to [0, 1000]",
+        '"think"',
     ]:
         assert phrase in p.system, phrase
     for field in ("label", "target_category", "target_entity", "text_mention", "visual_region"):

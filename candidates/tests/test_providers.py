@@ -1,4 +1,5 @@
 """The real SDKs against our fake server: wire format, JSON mode, errors sorted for retry."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,14 @@ from candidates.providers import (
 )
 
 IMAGE = b"\x89PNG\r\n\x1a\n fake png bytes"
-REQ = CandidateRequest(system="SYSTEM PROMPT", user="<<<ITEM TEXT\nZorg meme\nITEM TEXT>>>", image=IMAGE, image_mime="image/png",
-                       item_id=7, source_id="s7")
+REQ = CandidateRequest(
+    system="SYSTEM PROMPT",
+    user="<<<ITEM TEXT\nZorg meme\nITEM TEXT>>>",
+    image=IMAGE,
+    image_mime="image/png",
+    item_id=7,
+    source_id="s7",
+)
 
 
 @pytest.fixture
@@ -27,13 +34,25 @@ def keys(monkeypatch):
 
 
 def openai_cfg(server, **kw):
-    return ProviderConfig(kind="openai", model="gpt-t", base_url=f"{server.url}/v1", api_key_env="T_OPENAI",
-                          timeout_seconds=kw.pop("timeout", 2), **kw)
+    return ProviderConfig(
+        kind="openai",
+        model="gpt-t",
+        base_url=f"{server.url}/v1",
+        api_key_env="T_OPENAI",
+        timeout_seconds=kw.pop("timeout", 2),
+        **kw,
+    )
 
 
 def gemini_cfg(server, **kw):
-    return ProviderConfig(kind="gemini", model="gem-t", base_url=server.url, api_key_env="T_GEMINI",
-                          timeout_seconds=kw.pop("timeout", 2), **kw)
+    return ProviderConfig(
+        kind="gemini",
+        model="gem-t",
+        base_url=server.url,
+        api_key_env="T_GEMINI",
+        timeout_seconds=kw.pop("timeout", 2),
+        **kw,
+    )
 
 
 def test_openai_sends_inline_image_and_json_mode(fake_llm, keys):
@@ -121,7 +140,9 @@ def test_auth_and_validation_errors_are_permanent(fake_llm, keys, cfg, behaviour
 
 
 def test_connection_refused_is_transient(keys):
-    cfg = ProviderConfig(kind="openai", model="m", base_url="http://127.0.0.1:9/v1", api_key_env="T_OPENAI", timeout_seconds=1)
+    cfg = ProviderConfig(
+        kind="openai", model="m", base_url="http://127.0.0.1:9/v1", api_key_env="T_OPENAI", timeout_seconds=1
+    )
     with pytest.raises(TransientProviderError):
         client_for(cfg).generate(REQ)
 
@@ -136,12 +157,16 @@ def test_missing_key_variable_is_permanent_and_names_the_variable(fake_llm, monk
 
 def test_replay_reads_lines_by_item_and_model(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text("\n".join([
-        json.dumps({"source_id": "s7", "model": "m1", "reply": "first"}),
-        json.dumps({"source_id": "s7", "model": "m2", "reply": {"label": "non-harmful"}}),
-        json.dumps({"item_id": 8, "reply": "by id"}),
-        "",
-    ]))
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps({"source_id": "s7", "model": "m1", "reply": "first"}),
+                json.dumps({"source_id": "s7", "model": "m2", "reply": {"label": "non-harmful"}}),
+                json.dumps({"item_id": 8, "reply": "by id"}),
+                "",
+            ]
+        )
+    )
     assert client_for(ProviderConfig(kind="replay", model="m1", replay_path=str(path))).generate(REQ).text == "first"
     r2 = client_for(ProviderConfig(kind="replay", model="m2", replay_path=str(path))).generate(REQ)
     assert json.loads(r2.text) == {"label": "non-harmful"} and r2.model_name == "m2"

@@ -1,4 +1,5 @@
 """The per-provider limiter: spacing, horizon, 429 penalty, and that it holds across processes."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -37,8 +38,14 @@ def backend(request, settings):
 
 
 def make_provider(project, rpm):
-    return provider_create(project=project, name=f"p{rpm}-{time.monotonic_ns()}", kind="openai", model="m",
-                           api_key_env="K", requests_per_minute=rpm)
+    return provider_create(
+        project=project,
+        name=f"p{rpm}-{time.monotonic_ns()}",
+        kind="openai",
+        model="m",
+        api_key_env="K",
+        requests_per_minute=rpm,
+    )
 
 
 @pytest.mark.django_db
@@ -105,7 +112,9 @@ def test_limit_holds_across_processes(backend, project):
     from django.db import connection, connections
 
     if backend == "database":
-        require(connection.vendor == "postgresql", "cross-process database limiter test needs PostgreSQL (DATABASE_URL)")
+        require(
+            connection.vendor == "postgresql", "cross-process database limiter test needs PostgreSQL (DATABASE_URL)"
+        )
     p = make_provider(project, 1200)  # 50 ms apart
     connections.close_all()
     ctx = multiprocessing.get_context("fork")

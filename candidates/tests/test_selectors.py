@@ -22,16 +22,36 @@ def stored(project, items, tmp_path, settings):
     path = settings.VAR_DIR / "r.jsonl"
     path.write_text("")
     providers = [
-        provider_create(project=project, name=f"secret-provider-{i}", kind="replay", model=f"secret-model-{i}",
-                        replay_path=str(path))
+        provider_create(
+            project=project,
+            name=f"secret-provider-{i}",
+            kind="replay",
+            model=f"secret-model-{i}",
+            replay_path=str(path),
+        )
         for i in range(3)
     ]
     item = items[0]
     for i, p in enumerate(providers):
-        candidate_store(item=item, provider=p, prompt_version="v1", model_name=f"secret-model-{i}-served",
-                        reply_text=json.dumps({"think": f"think-{i}", "label": "harmful", "target_category": "gender",
-                                               "target_entity": f"entity {i}", "text_mention": None, "visual_region": []}),
-                        latency_ms=123, prompt_tokens=10, completion_tokens=5)
+        candidate_store(
+            item=item,
+            provider=p,
+            prompt_version="v1",
+            model_name=f"secret-model-{i}-served",
+            reply_text=json.dumps(
+                {
+                    "think": f"think-{i}",
+                    "label": "harmful",
+                    "target_category": "gender",
+                    "target_entity": f"entity {i}",
+                    "text_mention": None,
+                    "visual_region": [],
+                }
+            ),
+            latency_ms=123,
+            prompt_tokens=10,
+            completion_tokens=5,
+        )
     return item, providers
 
 
@@ -52,22 +72,35 @@ def test_order_is_stable_per_annotator_and_differs_between_annotators(project, i
 
     path = settings.VAR_DIR / "r.jsonl"
     path.write_text("")
-    providers = [provider_create(project=project, name=f"p{i}", kind="replay", model=f"m{i}", replay_path=str(path))
-                 for i in range(3)]
+    providers = [
+        provider_create(project=project, name=f"p{i}", kind="replay", model=f"m{i}", replay_path=str(path))
+        for i in range(3)
+    ]
     orders = set()
     users = [annotator_a] + [make_user(f"ann{i}") for i in range(7)]
     for u in users[1:]:
         membership_add(project=project, user=u, role="annotator")
     for item in items:
         for i, p in enumerate(providers):
-            candidate_store(item=item, provider=p, prompt_version="v1", model_name="m",
-                            reply_text=json.dumps({"label": "non-harmful", "entity_hint": i}), latency_ms=1,
-                            prompt_tokens=None, completion_tokens=None)
+            candidate_store(
+                item=item,
+                provider=p,
+                prompt_version="v1",
+                model_name="m",
+                reply_text=json.dumps({"label": "non-harmful", "entity_hint": i}),
+                latency_ms=1,
+                prompt_tokens=None,
+                completion_tokens=None,
+            )
         for u in users:
-            first = [candidate_id_for_letter(item=item, user=u, letter=c.letter)
-                     for c in candidates_for_annotator(item=item, user=u)]
-            again = [candidate_id_for_letter(item=item, user=u, letter=c.letter)
-                     for c in candidates_for_annotator(item=item, user=u)]
+            first = [
+                candidate_id_for_letter(item=item, user=u, letter=c.letter)
+                for c in candidates_for_annotator(item=item, user=u)
+            ]
+            again = [
+                candidate_id_for_letter(item=item, user=u, letter=c.letter)
+                for c in candidates_for_annotator(item=item, user=u)
+            ]
             assert first == again and len(set(first)) == 3
             orders.add(tuple(first))
     # 4 items x 8 annotators: a shuffle, not one fixed order (6 possible orders per item).
@@ -92,10 +125,26 @@ def test_candidate_id_for_letter(stored, annotator_a):
 
 def test_only_the_latest_prompt_versions_successful_candidates(stored, annotator_a):
     item, providers = stored
-    candidate_store(item=item, provider=providers[0], prompt_version="v2", model_name="m", latency_ms=1,
-                    reply_text=json.dumps({"label": "non-harmful"}), prompt_tokens=None, completion_tokens=None)
-    candidate_store(item=item, provider=providers[1], prompt_version="v2", model_name="m", latency_ms=1,
-                    reply_text="no json here", prompt_tokens=None, completion_tokens=None)
+    candidate_store(
+        item=item,
+        provider=providers[0],
+        prompt_version="v2",
+        model_name="m",
+        latency_ms=1,
+        reply_text=json.dumps({"label": "non-harmful"}),
+        prompt_tokens=None,
+        completion_tokens=None,
+    )
+    candidate_store(
+        item=item,
+        provider=providers[1],
+        prompt_version="v2",
+        model_name="m",
+        latency_ms=1,
+        reply_text="no json here",
+        prompt_tokens=None,
+        completion_tokens=None,
+    )
     cands = candidates_for_annotator(item=item, user=annotator_a)
     # provider 0: its v2 answer; provider 1: its v2 reply failed, so nothing (not its v1);
     # provider 2: has not answered v2 yet, so its v1.
@@ -108,8 +157,16 @@ def test_only_the_latest_prompt_versions_successful_candidates(stored, annotator
 
 def test_a_candidate_with_every_field_removed_is_not_shown(stored, annotator_a):
     item, providers = stored
-    candidate_store(item=item, provider=providers[2], prompt_version="v2", model_name="m", latency_ms=1,
-                    reply_text=json.dumps({"label": "maybe"}), prompt_tokens=None, completion_tokens=None)
+    candidate_store(
+        item=item,
+        provider=providers[2],
+        prompt_version="v2",
+        model_name="m",
+        latency_ms=1,
+        reply_text=json.dumps({"label": "maybe"}),
+        prompt_tokens=None,
+        completion_tokens=None,
+    )
     assert len(candidates_for_annotator(item=item, user=annotator_a)) == 2
 
 

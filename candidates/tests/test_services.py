@@ -1,4 +1,5 @@
 """Jobs end to end with eager Celery and the real SDKs against the fake server."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,8 +28,9 @@ def start(project, lead, capture, **kw):
         return candidate_job_start(project=project, user=lead, **kw)
 
 
-def test_job_generates_one_candidate_per_item_and_provider(project, lead, items, three_providers, fake_llm,
-                                                          django_capture_on_commit_callbacks):
+def test_job_generates_one_candidate_per_item_and_provider(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     job = start(project, lead, django_capture_on_commit_callbacks)
     job.refresh_from_db()
     assert job.status == CandidateJob.Status.DONE and job.finished_at
@@ -44,11 +46,15 @@ def test_job_generates_one_candidate_per_item_and_provider(project, lead, items,
     assert set(Item.objects.filter(project=project).values_list("stage", flat=True)) == {Stage.ANNOTATING}
     progress = job_progress(job=job)
     assert [(p.provider_name, p.done, p.failed, p.pending) for p in progress.providers] == [
-        ("gem", 4, 0, 0), ("gpt", 4, 0, 0), ("qwen", 4, 0, 0)]
+        ("gem", 4, 0, 0),
+        ("gpt", 4, 0, 0),
+        ("qwen", 4, 0, 0),
+    ]
 
 
-def test_rerun_for_the_same_items_sends_nothing_twice(project, lead, items, three_providers, fake_llm,
-                                                      django_capture_on_commit_callbacks):
+def test_rerun_for_the_same_items_sends_nothing_twice(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     start(project, lead, django_capture_on_commit_callbacks)
     n = len(fake_llm.requests)
     job2 = start(project, lead, django_capture_on_commit_callbacks, item_ids=[i.pk for i in items])
@@ -57,8 +63,9 @@ def test_rerun_for_the_same_items_sends_nothing_twice(project, lead, items, thre
     assert Candidate.objects.count() == len(items) * 3
 
 
-def test_redelivered_task_does_not_duplicate(project, lead, items, three_providers, fake_llm,
-                                             django_capture_on_commit_callbacks):
+def test_redelivered_task_does_not_duplicate(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     job = start(project, lead, django_capture_on_commit_callbacks, item_ids=[items[0].pk])
     task = CandidateTask.objects.filter(job=job).first()
     # A redelivery (acks_late after a crash) of a finished task: status guard.
@@ -71,22 +78,26 @@ def test_redelivered_task_does_not_duplicate(project, lead, items, three_provide
     assert Candidate.objects.filter(item=items[0], provider=task.provider).count() == 1
 
 
-def test_a_leased_task_is_not_run_twice_concurrently(project, lead, items, three_providers,
-                                                      django_capture_on_commit_callbacks):
+def test_a_leased_task_is_not_run_twice_concurrently(
+    project, lead, items, three_providers, django_capture_on_commit_callbacks
+):
     from datetime import timedelta
 
     from django.utils import timezone
 
     job = candidate_job_start(project=project, user=lead, item_ids=[items[0].pk], enqueue=False)
     task = CandidateTask.objects.filter(job=job).first()
-    CandidateTask.objects.filter(pk=task.pk).update(status="running", lease_until=timezone.now() + timedelta(seconds=30))
+    CandidateTask.objects.filter(pk=task.pk).update(
+        status="running", lease_until=timezone.now() + timedelta(seconds=30)
+    )
     outcome = candidate_task_execute(task_id=task.pk)
     assert outcome.kind == "wait" and 25 < outcome.wait < 35
     assert not Candidate.objects.exists()
 
 
-def test_transient_errors_retry_then_succeed(project, lead, items, three_providers, fake_llm,
-                                             django_capture_on_commit_callbacks):
+def test_transient_errors_retry_then_succeed(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     fake_llm.plan("gpt-test", ["429:0", "500", "503"])
     fake_llm.plan("gemini-test", ["500"])
     job = start(project, lead, django_capture_on_commit_callbacks, item_ids=[items[0].pk])
@@ -96,8 +107,9 @@ def test_transient_errors_retry_then_succeed(project, lead, items, three_provide
     assert len(fake_llm.for_model("gpt-test")) == 4
 
 
-def test_retries_are_bounded_then_the_task_fails(project, lead, items, three_providers, fake_llm,
-                                                 django_capture_on_commit_callbacks):
+def test_retries_are_bounded_then_the_task_fails(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     from candidates.tasks import MAX_RETRIES
 
     fake_llm.plan("gpt-test", ["500"] * 50)
@@ -111,8 +123,9 @@ def test_retries_are_bounded_then_the_task_fails(project, lead, items, three_pro
     assert Item.objects.get(pk=items[0].pk).stage == Stage.ANNOTATING
 
 
-def test_auth_error_fails_at_once_and_does_not_block_other_providers(project, lead, items, three_providers, fake_llm,
-                                                                     django_capture_on_commit_callbacks):
+def test_auth_error_fails_at_once_and_does_not_block_other_providers(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     fake_llm.plan("gemini-test", ["401"] * 10)
     job = start(project, lead, django_capture_on_commit_callbacks)
     assert len(fake_llm.for_model("gemini-test")) == len(items)  # one call each, no retry
@@ -121,8 +134,9 @@ def test_auth_error_fails_at_once_and_does_not_block_other_providers(project, le
     assert Candidate.objects.filter(provider__name="gem").count() == 0
 
 
-def test_retry_failed_requeues_and_completes(project, lead, items, three_providers, fake_llm,
-                                             django_capture_on_commit_callbacks):
+def test_retry_failed_requeues_and_completes(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     fake_llm.plan("gemini-test", ["401"] * len(items))
     job = start(project, lead, django_capture_on_commit_callbacks)
     assert job_progress(job=job).failed == len(items)
@@ -132,8 +146,9 @@ def test_retry_failed_requeues_and_completes(project, lead, items, three_provide
     assert job.status == "done" and job_progress(job=job).done == len(items) * 3
 
 
-def test_unparseable_reply_is_kept_for_inspection_and_retry_replaces_it(project, lead, items, three_providers, fake_llm,
-                                                                        django_capture_on_commit_callbacks):
+def test_unparseable_reply_is_kept_for_inspection_and_retry_replaces_it(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     fake_llm.plan("gpt-test", ["prose"])
     job = start(project, lead, django_capture_on_commit_callbacks, item_ids=[items[0].pk])
     bad = Candidate.objects.get(provider__name="gpt")
@@ -145,8 +160,9 @@ def test_unparseable_reply_is_kept_for_inspection_and_retry_replaces_it(project,
     assert good.parse_error == "" and good.fields["label"] == "harmful"
 
 
-def test_malformed_fields_are_stored_with_reasons(project, lead, items, three_providers, fake_llm,
-                                                  django_capture_on_commit_callbacks):
+def test_malformed_fields_are_stored_with_reasons(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     fake_llm.plan("gpt-test", ["extra_missing"])
     fake_llm.plan("gemini-test", ["bad_boxes"])
     fake_llm.plan("qwen-vl-test", ["fenced"])
@@ -233,14 +249,23 @@ def test_provider_names_are_unique_per_project_and_update_works(project):
     p = provider_create(project=project, name="a", kind="openai", model="m", api_key_env="OPENAI_API_KEY")
     with pytest.raises(ValidationError, match="has this name"):
         provider_create(project=project, name="a", kind="openai", model="m2", api_key_env="OPENAI_API_KEY")
-    provider_update(provider=p, name="b", kind="gemini", model="g", api_key_env="GEMINI_API_KEY",
-                    requests_per_minute=10, timeout_seconds=5, enabled=False)
+    provider_update(
+        provider=p,
+        name="b",
+        kind="gemini",
+        model="g",
+        api_key_env="GEMINI_API_KEY",
+        requests_per_minute=10,
+        timeout_seconds=5,
+        enabled=False,
+    )
     p.refresh_from_db()
     assert (p.name, p.kind, p.model, p.enabled, p.requests_per_minute) == ("b", "gemini", "g", False, 10)
 
 
-def test_unreadable_response_bodies_are_retried(project, lead, items, three_providers, fake_llm,
-                                                django_capture_on_commit_callbacks):
+def test_unreadable_response_bodies_are_retried(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     fake_llm.plan("gpt-test", ["badbody"])
     fake_llm.plan("gemini-test", ["badbody"])
     job = start(project, lead, django_capture_on_commit_callbacks, item_ids=[items[0].pk])
@@ -248,8 +273,9 @@ def test_unreadable_response_bodies_are_retried(project, lead, items, three_prov
     assert len(fake_llm.for_model("gpt-test")) == 2 and len(fake_llm.for_model("gemini-test")) == 2
 
 
-def test_an_unexpected_crash_never_leaves_a_task_running(project, lead, items, three_providers, monkeypatch,
-                                                         django_capture_on_commit_callbacks):
+def test_an_unexpected_crash_never_leaves_a_task_running(
+    project, lead, items, three_providers, monkeypatch, django_capture_on_commit_callbacks
+):
     from candidates import providers
 
     def boom(self, request):
@@ -263,8 +289,9 @@ def test_an_unexpected_crash_never_leaves_a_task_running(project, lead, items, t
     assert job.status == "done"
 
 
-def test_a_reply_without_any_usable_field_counts_as_failed(project, lead, items, three_providers, fake_llm,
-                                                           django_capture_on_commit_callbacks):
+def test_a_reply_without_any_usable_field_counts_as_failed(
+    project, lead, items, three_providers, fake_llm, django_capture_on_commit_callbacks
+):
     fake_llm.plan("gpt-test", ['body:{"verdict": "harmful", "label": "very bad"}'])
     job = start(project, lead, django_capture_on_commit_callbacks, item_ids=[items[0].pk])
     task = CandidateTask.objects.get(job=job, provider__name="gpt")
@@ -276,15 +303,19 @@ def test_a_reply_without_any_usable_field_counts_as_failed(project, lead, items,
     assert Candidate.objects.get(provider__name="gpt").fields["label"] == "harmful"
 
 
-def test_large_jobs_are_published_by_workers_in_chunks(project, lead, items, three_providers, fake_llm, monkeypatch,
-                                                       django_capture_on_commit_callbacks):
+def test_large_jobs_are_published_by_workers_in_chunks(
+    project, lead, items, three_providers, fake_llm, monkeypatch, django_capture_on_commit_callbacks
+):
     from candidates import tasks
 
     monkeypatch.setattr("candidates.tasks.PUBLISH_CHUNK", 5)
     chunks = []
     original = tasks.candidate_tasks_publish_ids
-    monkeypatch.setattr(tasks, "candidate_tasks_publish_ids",
-                        lambda *, task_ids: (chunks.append(list(task_ids)), original(task_ids=task_ids))[1])
+    monkeypatch.setattr(
+        tasks,
+        "candidate_tasks_publish_ids",
+        lambda *, task_ids: (chunks.append(list(task_ids)), original(task_ids=task_ids))[1],
+    )
     job = start(project, lead, django_capture_on_commit_callbacks)
     assert [len(c) for c in chunks] == [5, 5, 2]
     assert job_progress(job=job).done == 12 and len(fake_llm.requests) == 12

@@ -1,4 +1,5 @@
 """Task options reached Celery; the broker path re-schedules instead of sleeping or retrying blindly."""
+
 from __future__ import annotations
 
 import random
@@ -39,7 +40,7 @@ def test_celery_settings_reached_the_app():
 def test_backoff_grows_exponentially_with_jitter_and_honours_retry_after():
     rng = random.Random(1)
     for retries in range(8):
-        exp = min(BACKOFF_CAP, 5 * 2 ** retries)
+        exp = min(BACKOFF_CAP, 5 * 2**retries)
         for _ in range(50):
             d = backoff_delay(retries=retries, rng=rng)
             assert exp * 0.5 <= d <= exp
@@ -62,8 +63,15 @@ def captured(monkeypatch):
 
 def run_as_worker(task_id: int, *, retries: int = 0, slot_at: float | None = None):
     """Run the task body as a worker would (not eager), with a given retry count."""
-    candidate_task_run.push_request(id="t-1", retries=retries, is_eager=False, called_directly=False, args=(task_id,),
-                                    kwargs={"slot_at": slot_at}, delivery_info={})
+    candidate_task_run.push_request(
+        id="t-1",
+        retries=retries,
+        is_eager=False,
+        called_directly=False,
+        args=(task_id,),
+        kwargs={"slot_at": slot_at},
+        delivery_info={},
+    )
     try:
         return candidate_task_run.run(task_id, slot_at=slot_at)
     finally:
@@ -95,12 +103,21 @@ def test_last_retry_fails_the_task_without_publishing(project, lead, items, thre
 
 
 def slow_provider(project, fake_llm, rpm):
-    return provider_create(project=project, name=f"rpm{rpm}", kind="openai", model="gpt-test",
-                           base_url=f"{fake_llm.url}/v1", api_key_env="CONCORD_TEST_OPENAI_KEY", requests_per_minute=rpm)
+    return provider_create(
+        project=project,
+        name=f"rpm{rpm}",
+        kind="openai",
+        model="gpt-test",
+        base_url=f"{fake_llm.url}/v1",
+        api_key_env="CONCORD_TEST_OPENAI_KEY",
+        requests_per_minute=rpm,
+    )
 
 
 @pytest.mark.django_db
-def test_rate_limited_task_reschedules_itself_into_its_slot(project, lead, items, fake_llm, api_keys, captured, settings):
+def test_rate_limited_task_reschedules_itself_into_its_slot(
+    project, lead, items, fake_llm, api_keys, captured, settings
+):
     import time
 
     settings.REDIS_URL = ""  # database limiter
@@ -124,8 +141,9 @@ def test_rate_limited_task_reschedules_itself_into_its_slot(project, lead, items
 
 
 @pytest.mark.django_db
-def test_beyond_the_horizon_a_task_asks_again_later(project, lead, items, fake_llm, api_keys, captured, settings,
-                                                     monkeypatch):
+def test_beyond_the_horizon_a_task_asks_again_later(
+    project, lead, items, fake_llm, api_keys, captured, settings, monkeypatch
+):
     settings.REDIS_URL = ""
     monkeypatch.setattr("candidates.services.DEFAULT_HORIZON", 50.0)
     p = slow_provider(project, fake_llm, 2)
@@ -151,8 +169,9 @@ def test_a_late_slot_is_given_up_not_bunched(project, lead, items, fake_llm, api
 
 
 @pytest.mark.django_db
-def test_publishing_times_each_message_for_its_own_slot(project, lead, items, fake_llm, api_keys, captured, settings,
-                                                        monkeypatch, tmp_path):
+def test_publishing_times_each_message_for_its_own_slot(
+    project, lead, items, fake_llm, api_keys, captured, settings, monkeypatch, tmp_path
+):
     """A job is not published as one burst: each message is due at its slot, the rest later."""
     import time
 
@@ -174,8 +193,9 @@ def test_publishing_times_each_message_for_its_own_slot(project, lead, items, fa
     assert len(reserved) == 6 and len(later) == 4  # slots at 0..5 s are within the 5 s horizon
     slots = [c["kwargs"]["slot_at"] - before for c in reserved]
     assert slots == pytest.approx([0, 1, 2, 3, 4, 5], abs=0.05)
-    assert [c["countdown"] for c in reserved] == pytest.approx([0, 1 - SLOT_LEAD, 2 - SLOT_LEAD, 3 - SLOT_LEAD,
-                                                                4 - SLOT_LEAD, 5 - SLOT_LEAD], abs=0.05)
+    assert [c["countdown"] for c in reserved] == pytest.approx(
+        [0, 1 - SLOT_LEAD, 2 - SLOT_LEAD, 3 - SLOT_LEAD, 4 - SLOT_LEAD, 5 - SLOT_LEAD], abs=0.05
+    )
     # The others come back when their turn (6, 7, 8, 9 s) is about half a horizon away.
     for k, c in enumerate(later):
         turn = 6 + k

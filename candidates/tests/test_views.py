@@ -1,4 +1,5 @@
 """Pages and APIs: access (404 outsider, 403 wrong role), blindness on the wire, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -15,15 +16,29 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def replay_provider(project, settings):
     path = settings.VAR_DIR / "replay.jsonl"
-    path.write_text("".join(
-        json.dumps({"source_id": f"s{i}", "model": "hidden-model-x", "reply": {
-            "think": "t", "label": "harmful", "target_category": "group background",
-            "target_entity": "people from Planet Zorg", "text_mention": "people from Planet Zorg",
-            "visual_region": [[10, 10, 500, 500]]}}) + "\n"
-        for i in range(10)
-    ))
-    return provider_create(project=project, name="HiddenProviderName", kind="replay", model="hidden-model-x",
-                           replay_path=str(path))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "source_id": f"s{i}",
+                    "model": "hidden-model-x",
+                    "reply": {
+                        "think": "t",
+                        "label": "harmful",
+                        "target_category": "group background",
+                        "target_entity": "people from Planet Zorg",
+                        "text_mention": "people from Planet Zorg",
+                        "visual_region": [[10, 10, 500, 500]],
+                    },
+                }
+            )
+            + "\n"
+            for i in range(10)
+        )
+    )
+    return provider_create(
+        project=project, name="HiddenProviderName", kind="replay", model="hidden-model-x", replay_path=str(path)
+    )
 
 
 @pytest.fixture
@@ -88,8 +103,15 @@ def test_reviewers_and_auditors_never_get_candidates(request, persona, project, 
 
 
 def _assert_blind(body: bytes, candidates):
-    for secret in [b"HiddenProviderName", b"hidden-model-x", b"replay", b"latency", b"prompt_version",
-                   b"raw_reply", b'"think"'] + [f"candidate-{c.pk}".encode() for c in candidates]:
+    for secret in [
+        b"HiddenProviderName",
+        b"hidden-model-x",
+        b"replay",
+        b"latency",
+        b"prompt_version",
+        b"raw_reply",
+        b'"think"',
+    ] + [f"candidate-{c.pk}".encode() for c in candidates]:
         assert secret not in body, secret
 
 
@@ -116,7 +138,7 @@ def test_annotator_html_fragment_is_anonymous(project, job, items, annotator_a, 
     assert b"Candidate A" in body and b"people from Planet Zorg" in body and b"[10, 10, 500, 500]" in body
     _assert_blind(body, Candidate.objects.all())
     cand_id = str(Candidate.objects.get(item=items[0]).pk).encode()
-    assert b'data-id' not in body and b"candidate_id" not in body
+    assert b"data-id" not in body and b"candidate_id" not in body
     assert b"data-fields" in body and cand_id not in body.split(b"data-letter")[1][:40]
 
 
@@ -141,8 +163,12 @@ def test_leads_and_researchers_see_identities(request, persona, project, job, it
 
 def test_providers_page_shows_env_name_and_state_never_the_key(project, lead, client_for, monkeypatch):
     monkeypatch.setenv("CONCORD_VIEW_TEST_KEY", "sk-very-secret-value-123")
-    provider_create(project=project, name="openai-main", kind="openai", model="gpt-4o", api_key_env="CONCORD_VIEW_TEST_KEY")
-    provider_create(project=project, name="gem", kind="gemini", model="gemini-2.5-flash", api_key_env="CONCORD_UNSET_VAR")
+    provider_create(
+        project=project, name="openai-main", kind="openai", model="gpt-4o", api_key_env="CONCORD_VIEW_TEST_KEY"
+    )
+    provider_create(
+        project=project, name="gem", kind="gemini", model="gemini-2.5-flash", api_key_env="CONCORD_UNSET_VAR"
+    )
     c = client_for(lead)
     body = c.get(reverse("candidate_providers", args=[project.slug])).content.decode()
     assert "CONCORD_VIEW_TEST_KEY" in body and "sk-very-secret-value-123" not in body
@@ -155,16 +181,36 @@ def test_providers_page_shows_env_name_and_state_never_the_key(project, lead, cl
 def test_add_edit_disable_provider_through_the_pages(project, lead, client_for):
     c = client_for(lead)
     url = reverse("candidate_providers", args=[project.slug])
-    resp = c.post(url, {"name": "qwen", "kind": "openai-compatible", "model": "Qwen/Qwen2.5-VL-7B-Instruct",
-                        "base_url": "http://gpu:8000/v1", "api_key_env": "", "requests_per_minute": 30,
-                        "timeout_seconds": 90, "enabled": "on"})
+    resp = c.post(
+        url,
+        {
+            "name": "qwen",
+            "kind": "openai-compatible",
+            "model": "Qwen/Qwen2.5-VL-7B-Instruct",
+            "base_url": "http://gpu:8000/v1",
+            "api_key_env": "",
+            "requests_per_minute": 30,
+            "timeout_seconds": 90,
+            "enabled": "on",
+        },
+    )
     assert resp.status_code == 302
     p = Provider.objects.get(project=project, name="qwen")
     assert p.enabled and p.requests_per_minute == 30
     edit = reverse("candidate_provider_edit", args=[project.slug, p.pk])
     assert b'value="http://gpu:8000/v1"' in c.get(edit).content
-    resp = c.post(edit, {"name": "qwen", "kind": "openai-compatible", "model": "m2", "base_url": "http://gpu:8000/v1",
-                         "requests_per_minute": 30, "timeout_seconds": 90, "enabled": "on"})
+    resp = c.post(
+        edit,
+        {
+            "name": "qwen",
+            "kind": "openai-compatible",
+            "model": "m2",
+            "base_url": "http://gpu:8000/v1",
+            "requests_per_minute": 30,
+            "timeout_seconds": 90,
+            "enabled": "on",
+        },
+    )
     assert resp.status_code == 302 and Provider.objects.get(pk=p.pk).model == "m2"
     c.post(reverse("candidate_provider_toggle", args=[project.slug, p.pk]))
     assert not Provider.objects.get(pk=p.pk).enabled
@@ -173,20 +219,39 @@ def test_add_edit_disable_provider_through_the_pages(project, lead, client_for):
 def test_bad_provider_input_shows_clear_messages(project, lead, client_for):
     c = client_for(lead)
     url = reverse("candidate_providers", args=[project.slug])
-    resp = c.post(url, {"name": "x", "kind": "openai", "model": "gpt", "api_key_env": "sk-proj-abc123",
-                        "requests_per_minute": "lots", "timeout_seconds": 60})
+    resp = c.post(
+        url,
+        {
+            "name": "x",
+            "kind": "openai",
+            "model": "gpt",
+            "api_key_env": "sk-proj-abc123",
+            "requests_per_minute": "lots",
+            "timeout_seconds": 60,
+        },
+    )
     assert resp.status_code == 200
     body = resp.content.decode()
     assert "Enter a whole number." in body
-    resp = c.post(url, {"name": "x", "kind": "openai", "model": "gpt", "api_key_env": "sk-proj-abc123",
-                        "requests_per_minute": 10, "timeout_seconds": 60})
+    resp = c.post(
+        url,
+        {
+            "name": "x",
+            "kind": "openai",
+            "model": "gpt",
+            "api_key_env": "sk-proj-abc123",
+            "requests_per_minute": 10,
+            "timeout_seconds": 60,
+        },
+    )
     assert "never the key itself" in resp.content.decode()
     assert b"sk-proj-abc123" in resp.content  # echoed back in the form field for correction only
     assert not Provider.objects.filter(project=project).exists()
 
 
-def test_generate_from_the_page_and_follow_progress(project, lead, items, replay_provider, client_for,
-                                                    django_capture_on_commit_callbacks):
+def test_generate_from_the_page_and_follow_progress(
+    project, lead, items, replay_provider, client_for, django_capture_on_commit_callbacks
+):
     c = client_for(lead)
     with django_capture_on_commit_callbacks(execute=True):
         resp = c.post(reverse("candidate_jobs", args=[project.slug]), {"item_ids": ""})
@@ -240,18 +305,23 @@ def test_skip_candidates_button(project, lead, items, client_for):
 def test_api_start_and_progress(project, lead, items, replay_provider, client_for, django_capture_on_commit_callbacks):
     c = client_for(lead)
     with django_capture_on_commit_callbacks(execute=True):
-        resp = c.post(reverse("api_candidate_job_start", args=[project.slug]),
-                      {"item_ids": [items[0].pk, items[1].pk]}, content_type="application/json")
+        resp = c.post(
+            reverse("api_candidate_job_start", args=[project.slug]),
+            {"item_ids": [items[0].pk, items[1].pk]},
+            content_type="application/json",
+        )
     assert resp.status_code == 202
     job_id = resp.json()["id"]
     data = c.get(reverse("api_candidate_job", args=[project.slug, job_id])).json()
     assert data["status"] == "done" and data["done"] == 2 and data["total"] == 2
     assert data["providers"][0]["provider_name"] == "HiddenProviderName"
-    bad = c.post(reverse("api_candidate_job_start", args=[project.slug]), {"item_ids": ["x"]},
-                 content_type="application/json")
+    bad = c.post(
+        reverse("api_candidate_job_start", args=[project.slug]), {"item_ids": ["x"]}, content_type="application/json"
+    )
     assert bad.status_code == 400 and "item_ids" in bad.json()["errors"]
-    unknown = c.post(reverse("api_candidate_job_start", args=[project.slug]), {"item_ids": [999999]},
-                     content_type="application/json")
+    unknown = c.post(
+        reverse("api_candidate_job_start", args=[project.slug]), {"item_ids": [999999]}, content_type="application/json"
+    )
     assert unknown.status_code == 400 and "999999" in unknown.json()["detail"]
 
 
@@ -259,17 +329,23 @@ def test_openapi_schema_documents_the_endpoints(lead, client_for):
     resp = client_for(lead).get(reverse("api_schema"))
     assert resp.status_code == 200
     body = resp.content.decode()
-    for path in ("/api/projects/{slug}/candidate-providers/", "/api/projects/{slug}/candidate-jobs/",
-                 "/api/projects/{slug}/candidate-jobs/{job_id}/"):
+    for path in (
+        "/api/projects/{slug}/candidate-providers/",
+        "/api/projects/{slug}/candidate-jobs/",
+        "/api/projects/{slug}/candidate-jobs/{job_id}/",
+    ):
         assert path in body
 
 
-def test_list_pages_do_not_grow_queries_with_rows(project, lead, items, replay_provider, client_for,
-                                                  django_assert_max_num_queries, settings):
+def test_list_pages_do_not_grow_queries_with_rows(
+    project, lead, items, replay_provider, client_for, django_assert_max_num_queries, settings
+):
     c = client_for(lead)
     for i in range(3):
         candidate_job_start(project=project, user=lead, item_ids=[items[i].pk], enqueue=False)
-        provider_create(project=project, name=f"extra{i}", kind="replay", model="m", replay_path=replay_provider.replay_path)
+        provider_create(
+            project=project, name=f"extra{i}", kind="replay", model="m", replay_path=replay_provider.replay_path
+        )
     for name in ("candidate_jobs", "candidate_providers"):
         with django_assert_max_num_queries(12):
             assert c.get(reverse(name, args=[project.slug])).status_code == 200
@@ -279,8 +355,15 @@ def test_list_pages_do_not_grow_queries_with_rows(project, lead, items, replay_p
 
 
 def test_item_page_shows_removed_fields(project, lead, items, replay_provider, client_for):
-    candidate_store(item=items[0], provider=replay_provider, prompt_version="v", model_name="m", latency_ms=5,
-                    reply_text='{"label": "harmful", "target_category": "aliens", "visual_region": [[0.1,0.2,0.3,0.4]]}',
-                    prompt_tokens=1, completion_tokens=2)
+    candidate_store(
+        item=items[0],
+        provider=replay_provider,
+        prompt_version="v",
+        model_name="m",
+        latency_ms=5,
+        reply_text='{"label": "harmful", "target_category": "aliens", "visual_region": [[0.1,0.2,0.3,0.4]]}',
+        prompt_tokens=1,
+        completion_tokens=2,
+    )
     body = client_for(lead).get(reverse("candidate_item", args=[project.slug, items[0].pk])).content.decode()
     assert "must be one of" in body and "0-1 coordinates" in body

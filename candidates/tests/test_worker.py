@@ -1,4 +1,5 @@
 """A real Celery worker process against Redis + PostgreSQL, killed in the middle of a batch."""
+
 from __future__ import annotations
 
 import contextlib
@@ -47,9 +48,27 @@ def start_worker(*, db_name: str, log: Path, concurrency: int = 4, name: str = "
         "PYTHONPATH": str(ROOT),
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "candidates.tests.worker", "-P", "prefork", "-c", str(concurrency), "-l", "info",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{name}-{os.getpid()}@%h"],
-        cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "candidates.tests.worker",
+            "-P",
+            "prefork",
+            "-c",
+            str(concurrency),
+            "-l",
+            "info",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"{name}-{os.getpid()}@%h",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
@@ -80,9 +99,7 @@ def wait_until(predicate, *, timeout: float, what: str, log: Path):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_killed_worker_leaves_exactly_one_candidate_per_item_and_provider(
-    project, lead, tmp_path, fake_llm, api_keys
-):
+def test_killed_worker_leaves_exactly_one_candidate_per_item_and_provider(project, lead, tmp_path, fake_llm, api_keys):
     from django.db import connection
 
     require(connection.vendor == "postgresql", "needs PostgreSQL: set DATABASE_URL=postgres://...")
@@ -97,12 +114,21 @@ def test_killed_worker_leaves_exactly_one_candidate_per_item_and_provider(
     redis.Redis.from_url(settings.REDIS_URL).flushdb()  # our own Redis database: no stale messages
     items = items_create(project, tmp_path / "src", 12)
     fake_llm.latency = 0.4
-    for name, kind, model, key in [("gpt", "openai", "gpt-k", "CONCORD_TEST_OPENAI_KEY"),
-                                   ("gem", "gemini", "gem-k", "CONCORD_TEST_GEMINI_KEY"),
-                                   ("qwen", "openai-compatible", "qwen-k", "")]:
-        provider_create(project=project, name=name, kind=kind, model=model, api_key_env=key,
-                        base_url=fake_llm.url + ("" if kind == "gemini" else "/v1"),
-                        requests_per_minute=6000, timeout_seconds=1)
+    for name, kind, model, key in [
+        ("gpt", "openai", "gpt-k", "CONCORD_TEST_OPENAI_KEY"),
+        ("gem", "gemini", "gem-k", "CONCORD_TEST_GEMINI_KEY"),
+        ("qwen", "openai-compatible", "qwen-k", ""),
+    ]:
+        provider_create(
+            project=project,
+            name=name,
+            kind=kind,
+            model=model,
+            api_key_env=key,
+            base_url=fake_llm.url + ("" if kind == "gemini" else "/v1"),
+            requests_per_minute=6000,
+            timeout_seconds=1,
+        )
     log = tmp_path / "worker.log"
     db_name = connection.settings_dict["NAME"]
     app.conf.task_always_eager = False  # publish to Redis for the worker process
@@ -117,8 +143,12 @@ def test_killed_worker_leaves_exactly_one_candidate_per_item_and_provider(
         assert CandidateTask.objects.filter(job=job, status__in=["pending", "running"]).exists()
 
         worker = start_worker(db_name=db_name, log=log, name="second")
-        wait_until(lambda: not CandidateTask.objects.filter(job=job, status__in=["pending", "running"]).exists(),
-                   timeout=180, what="the batch to finish after the restart", log=log)
+        wait_until(
+            lambda: not CandidateTask.objects.filter(job=job, status__in=["pending", "running"]).exists(),
+            timeout=180,
+            what="the batch to finish after the restart",
+            log=log,
+        )
         pairs = Counter(Candidate.objects.values_list("item_id", "provider_id"))
         assert len(pairs) == total and set(pairs.values()) == {1}
         assert CandidateTask.objects.filter(job=job, status="done").count() == total

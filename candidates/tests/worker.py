@@ -4,6 +4,7 @@ The same app and settings as production, except that the Redis broker gives unac
 messages back after ``CONCORD_TEST_VISIBILITY_TIMEOUT`` seconds (default 5) instead of an hour,
 so a test can kill a worker and see its messages redelivered within the test's time.
 """
+
 from __future__ import annotations
 
 import os

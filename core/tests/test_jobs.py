@@ -2,6 +2,7 @@
 
 Exercised on a real job model (projects.ImportJob) since core's Job is abstract.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta

@@ -28,8 +28,10 @@ def dup_items(project, tmp_path):
         {"source_id": "s4", "data": base[2], "text": "Template with caption A"},
         {"source_id": "s5", "data": recompressed(base[2], scale=0.6), "text": "Template, caption B about Zorg"},
     ]
-    rows += [{"source_id": f"s{i}", "data": base[i - 3], "text": f"Singleton {i}" + (" Zorg" if i % 2 else "")}
-             for i in range(6, 12)]
+    rows += [
+        {"source_id": f"s{i}", "data": base[i - 3], "text": f"Singleton {i}" + (" Zorg" if i % 2 else "")}
+        for i in range(6, 12)
+    ]
     return items_import(project, tmp_path / "dups", rows)
 
 

@@ -1,5 +1,6 @@
 """REST API: roles (outsider 404, wrong role 403), files with ETag and Range, records by split,
 diffs, export jobs, token authentication."""
+
 from __future__ import annotations
 
 import io
@@ -34,13 +35,20 @@ def release(project, gold_items, lead):
 def urls(n=1):
     base = f"/api/projects/p1/releases/{n}"
     return [
-        "/api/projects/p1/releases/", f"{base}/", f"{base}/manifest", f"{base}/records", f"{base}/records?split=test",
-        f"{base}/files/records.jsonl", f"{base}/files/README.md", f"{base}/diff/{n}/",
+        "/api/projects/p1/releases/",
+        f"{base}/",
+        f"{base}/manifest",
+        f"{base}/records",
+        f"{base}/records?split=test",
+        f"{base}/files/records.jsonl",
+        f"{base}/files/README.md",
+        f"{base}/diff/{n}/",
     ]
 
 
-def test_researchers_and_leads_read_others_are_refused(release, researcher, lead, annotator_a, reviewer, auditor,
-                                                       outsider):
+def test_researchers_and_leads_read_others_are_refused(
+    release, researcher, lead, annotator_a, reviewer, auditor, outsider
+):
     for url in urls():
         for user in (researcher, lead):
             assert api(user).get(url).status_code == 200, (url, user)
@@ -56,8 +64,13 @@ def test_release_list_and_detail(release, researcher, django_assert_num_queries)
         data = client.get("/api/projects/p1/releases/").json()
     assert data["count"] == 1
     assert data["results"][0] | {"created_at": None} == {
-        "number": 1, "version": "v1", "created_at": None, "record_count": 4,
-        "manifest_sha256": release.manifest_sha256, "url": "/api/projects/p1/releases/1/"}
+        "number": 1,
+        "version": "v1",
+        "created_at": None,
+        "record_count": 4,
+        "manifest_sha256": release.manifest_sha256,
+        "url": "/api/projects/p1/releases/1/",
+    }
     detail = client.get("/api/projects/p1/releases/1/").json()
     names = [f["name"] for f in detail["files"]]
     assert "records.parquet" in names and names[-1] == "manifest.json"
@@ -135,8 +148,9 @@ def test_records_by_split_load_in_pandas_and_parquet_in_pyarrow(release, researc
     assert table.column("item_id").to_pylist() == everything["item_id"].tolist()
 
 
-def test_leads_start_builds_and_follow_progress(project, gold_items, lead, researcher, outsider,
-                                                django_capture_on_commit_callbacks):
+def test_leads_start_builds_and_follow_progress(
+    project, gold_items, lead, researcher, outsider, django_capture_on_commit_callbacks
+):
     url = "/api/projects/p1/exports/"
     assert api(researcher).post(url).status_code == 403
     assert api(outsider).post(url).status_code == 404
@@ -171,6 +185,10 @@ def test_openapi_schema_lists_the_release_endpoints(researcher):
     r = api(researcher).get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert r.status_code == 200
     paths = json.loads(r.content)["paths"]
-    for p in ("/api/projects/{slug}/releases/", "/api/projects/{slug}/releases/{number}/records",
-              "/api/projects/{slug}/releases/{number}/files/{name}", "/api/projects/{slug}/exports/{job_id}/"):
+    for p in (
+        "/api/projects/{slug}/releases/",
+        "/api/projects/{slug}/releases/{number}/records",
+        "/api/projects/{slug}/releases/{number}/files/{name}",
+        "/api/projects/{slug}/exports/{job_id}/",
+    ):
         assert p in paths, p

@@ -1,5 +1,6 @@
 """In Chromium: a lead judges a near-duplicate pair, builds release v1 and watches it finish; a
 researcher sees the release without the lead's buttons."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,13 +12,15 @@ from exports.services import export_job_run, near_duplicates_detect
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_lead_reviews_builds_and_researcher_reads(page, chromium_browser, browser_login, live_server, project,
-                                                  dup_gold, lead, researcher, monkeypatch):
+def test_lead_reviews_builds_and_researcher_reads(
+    page, chromium_browser, browser_login, live_server, project, dup_gold, lead, researcher, monkeypatch
+):
     near_duplicates_detect(project=project)
     queued: list[int] = []
     # No worker in this test: the build is queued, and the test plays the worker below.
-    monkeypatch.setattr("exports.tasks.export_job_task.apply_async",
-                        lambda args=(), kwargs=None, **options: queued.append(args[0]))
+    monkeypatch.setattr(
+        "exports.tasks.export_job_task.apply_async", lambda args=(), kwargs=None, **options: queued.append(args[0])
+    )
 
     browser_login(lead)
     page.goto(f"{live_server.url}/p/{project.slug}/")

@@ -1,5 +1,6 @@
 """Done means: a researcher with a token downloads demo release v1 over REST, loads it in pandas,
 finds the demo's near-duplicate variants in one split, and a second build is byte-identical."""
+
 from __future__ import annotations
 
 import io
@@ -41,8 +42,11 @@ def test_demo_release_over_rest(django_capture_on_commit_callbacks):
     for variant in VARIANTS:
         assert (items[variant.rsplit("-", 1)[0]].pk, items[variant].pk) in pairs, variant
     users = get_user_model().objects
-    annotate_all(project, [users.get(username="annotator1"), users.get(username="annotator2")],
-                 values_for=lambda item, user: demo_truth(item.text))
+    annotate_all(
+        project,
+        [users.get(username="annotator1"), users.get(username="annotator2")],
+        values_for=lambda item, user: demo_truth(item.text),
+    )
 
     lead, researcher = client_for("lead"), client_for("researcher")
     for _ in range(2):
@@ -53,15 +57,17 @@ def test_demo_release_over_rest(django_capture_on_commit_callbacks):
     assert researcher.post("/api/projects/demo-meme3w/exports/").status_code == 403
 
     v1 = researcher.get("/api/projects/demo-meme3w/releases/1/").json()
-    records = pd.read_json(io.BytesIO(content(researcher.get("/api/projects/demo-meme3w/releases/1/records"))),
-                           lines=True)
+    records = pd.read_json(
+        io.BytesIO(content(researcher.get("/api/projects/demo-meme3w/releases/1/records"))), lines=True
+    )
     assert len(records) == v1["record_count"] == len(items) - 1  # the exact copy is removed
     split = dict(zip(records["source_id"], records["split"]))
     assert "demo-exact-copy" not in split
     for variant in VARIANTS:
         assert split[variant] == split[variant.rsplit("-", 1)[0]], variant
-    test = pd.read_json(io.BytesIO(content(researcher.get("/api/projects/demo-meme3w/releases/1/records?split=test"))),
-                        lines=True)
+    test = pd.read_json(
+        io.BytesIO(content(researcher.get("/api/projects/demo-meme3w/releases/1/records?split=test"))), lines=True
+    )
     assert len(test) > 0 and set(test["split"]) == {"test"}
     splits = json.loads(content(researcher.get("/api/projects/demo-meme3w/releases/1/files/splits.json")))
     assert splits["integrity"]["ok"] and splits["excluded"][0]["item_id"] == items["demo-exact-copy"].pk

@@ -1,4 +1,5 @@
 """Near-duplicate detection (stored pairs) and the review service."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,10 @@ pytestmark = pytest.mark.django_db
 
 
 def pair_set(project):
-    return {(p.item_a.source_id, p.item_b.source_id): p.status
-            for p in NearDuplicatePair.objects.filter(project=project).select_related("item_a", "item_b")}
+    return {
+        (p.item_a.source_id, p.item_b.source_id): p.status
+        for p in NearDuplicatePair.objects.filter(project=project).select_related("item_a", "item_b")
+    }
 
 
 def test_detect_stores_near_duplicates_skips_exact_copies_and_is_idempotent(project, dup_items, tmp_path):
@@ -30,12 +33,19 @@ def test_detect_stores_near_duplicates_skips_exact_copies_and_is_idempotent(proj
 
     # a new item: only its pairs are added, earlier judgements stay
     NearDuplicatePair.objects.filter(item_a=dup_items[4]).update(status=PairStatus.DIFFERENT)
-    items_import(project, tmp_path / "more", [{"source_id": "s12", "data": recompressed(image_bytes(0), quality=60),
-                                               "text": "Zorg meme zero again"}])
+    items_import(
+        project,
+        tmp_path / "more",
+        [{"source_id": "s12", "data": recompressed(image_bytes(0), quality=60), "text": "Zorg meme zero again"}],
+    )
     third = near_duplicates_detect(project=project)
     assert third.pairs_new == 2 and third.max_item_id > again.max_item_id
-    assert pair_set(project) == {("s0", "s1"): "unreviewed", ("s4", "s5"): "different",
-                                 ("s0", "s12"): "unreviewed", ("s1", "s12"): "unreviewed"}
+    assert pair_set(project) == {
+        ("s0", "s1"): "unreviewed",
+        ("s4", "s5"): "different",
+        ("s0", "s12"): "unreviewed",
+        ("s1", "s12"): "unreviewed",
+    }
 
 
 def test_threshold_comes_from_the_project(project, dup_items):
@@ -70,8 +80,11 @@ def test_review_marks_pairs_refuses_stale_writes_and_bad_input(project, dup_item
 def test_candidate_groups_follow_same_and_unreviewed_links(project, dup_items, tmp_path, client_for, reviewer):
     from exports.selectors import candidate_groups
 
-    items_import(project, tmp_path / "more", [{"source_id": "s12", "data": recompressed(image_bytes(0), quality=60),
-                                               "text": "Zorg meme zero again"}])
+    items_import(
+        project,
+        tmp_path / "more",
+        [{"source_id": "s12", "data": recompressed(image_bytes(0), quality=60), "text": "Zorg meme zero again"}],
+    )
     near_duplicates_detect(project=project)
     ids = sorted(NearDuplicatePair.objects.filter(item_a=dup_items[0]).values_list("item_b_id", flat=True))
     trio = [dup_items[0].pk, *ids]

@@ -1,4 +1,5 @@
 """exports.selectors.split_plan: the database side of the splits."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,13 @@ def test_exact_duplicates_removed_groups_kept_together_and_integrity_proven(proj
     near_duplicates_detect(project=project)
     s = by_sid(dup_gold)
     plan = split_plan(project=project)
-    assert plan.excluded == [{"item_id": s["s3"].pk, "duplicate_of": s["s2"].pk,
-                              "reason": f"exact duplicate (same decoded pixels) of item {s['s2'].pk}, which is kept"}]
+    assert plan.excluded == [
+        {
+            "item_id": s["s3"].pk,
+            "duplicate_of": s["s2"].pk,
+            "reason": f"exact duplicate (same decoded pixels) of item {s['s2'].pk}, which is kept",
+        }
+    ]
     assert plan.split_of(s["s3"].pk) is None and plan.split_of(s["s2"].pk) in ("train", "val", "test")
     assert plan.split_of(s["s0"].pk) == plan.split_of(s["s1"].pk)
     assert plan.split_of(s["s4"].pk) == plan.split_of(s["s5"].pk)  # unreviewed: kept together
@@ -50,8 +56,9 @@ def test_judged_different_pairs_and_pairs_beyond_the_threshold_do_not_link(proje
     assert plan.integrity.multi_member_groups == 0
 
 
-def test_a_copy_whose_original_is_not_gold_is_released_and_linked_through_it(project, dup_items, annotator_a,
-                                                                             annotator_b):
+def test_a_copy_whose_original_is_not_gold_is_released_and_linked_through_it(
+    project, dup_items, annotator_a, annotator_b
+):
     s = by_sid(dup_items)
     gold_create(project, [i for i in dup_items if i.source_id != "s2"], [annotator_a, annotator_b])
     item_stage_set(item=s["s7"], stage=Stage.EXCLUDED)  # a lead excluded it: never released

@@ -1,4 +1,5 @@
 """Building and publishing releases: contents, pseudonyms, determinism, atomic failure, diffs."""
+
 from __future__ import annotations
 
 import json
@@ -54,14 +55,26 @@ def v1(project, dup_gold, lead, reviewer):
     return build(project, lead)
 
 
-def test_release_files_match_the_manifest_and_hold_what_section_5_lists(project, dup_gold, v1, annotator_a,
-                                                                       annotator_b):
+def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
+    project, dup_gold, v1, annotator_a, annotator_b
+):
     root = release_dir(v1)
     m = v1.manifest
     assert v1.number == 1 and v1.directory == f"{project.pk}/v1" and v1.record_count == 11
     assert sorted(p.name for p in root.iterdir()) == sorted([*m["files"], "manifest.json", "images"])
-    assert {"records.jsonl", "records.parquet", "annotations.jsonl", "candidates.jsonl", "agreement.json",
-            "audit.json", "splits.json", "lexicon.json", "coco.json", "README.md", "images.jsonl"} == set(m["files"])
+    assert {
+        "records.jsonl",
+        "records.parquet",
+        "annotations.jsonl",
+        "candidates.jsonl",
+        "agreement.json",
+        "audit.json",
+        "splits.json",
+        "lexicon.json",
+        "coco.json",
+        "README.md",
+        "images.jsonl",
+    } == set(m["files"])
     for name, meta in m["files"].items():
         assert file_digest(root / name).as_dict() == meta, name
         assert stat.S_IMODE((root / name).stat().st_mode) == 0o444  # published files are read-only
@@ -71,8 +84,10 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(project,
     assert m["near_duplicates"]["unreviewed_pairs"] == 1 and m["near_duplicates"]["same"] == 1
     assert m["integrity"]["ok"] and sum(m["counts"]["by_split"].values()) == 11
     assert m["candidate_models"] == {
-        "SecretProviderAlpha (gpt-4o-hidden-model)": 1, "SecretProviderBeta (gemini-hidden-model)": 1,
-        "SecretProviderGamma (qwen-vl-hidden-model)": 1}
+        "SecretProviderAlpha (gpt-4o-hidden-model)": 1,
+        "SecretProviderBeta (gemini-hidden-model)": 1,
+        "SecretProviderGamma (qwen-vl-hidden-model)": 1,
+    }
 
     s = {i.source_id: i for i in dup_gold}
     records = read_jsonl(root / "records.jsonl")
@@ -86,7 +101,8 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(project,
     assert rec["s1"]["image"]["file"] is None and rec["s1"]["image"]["sha256"] == s["s1"].image_sha256
     assert file_digest(root / rec["s0"]["image"]["file"]).sha256 == s["s0"].image_sha256
     assert sorted(p.name for p in (root / "images").iterdir()) == sorted(
-        f"{s[k].image_sha256}.jpg" for k in ("s0", "s2"))
+        f"{s[k].image_sha256}.jpg" for k in ("s0", "s2")
+    )
     assert {r["item_id"] for r in read_jsonl(root / "images.jsonl")} == {s["s0"].pk, s["s2"].pk}
 
     splits = json.loads((root / "splits.json").read_text())
@@ -111,8 +127,12 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(project,
     assert cands[0]["fields"]["label"] == "harmful" and cands[0]["item_id"] == s["s0"].pk
 
     coco = json.loads((root / "coco.json").read_text())
-    assert [c["name"] for c in coco["categories"]] == ["group background", "religion and caste", "gender",
-                                                       "health condition"]
+    assert [c["name"] for c in coco["categories"]] == [
+        "group background",
+        "religion and caste",
+        "gender",
+        "health condition",
+    ]
     assert len(coco["images"]) == 11
     ann = next(a for a in coco["annotations"] if a["image_id"] == s["s0"].pk)
     assert ann["bbox"] == [32.0, 28.8, 96.0, 91.2] and ann["bbox_normalized_1000"] == [100, 120, 400, 500]
@@ -182,8 +202,11 @@ def test_reviewer_decisions_are_pseudonymous(project, items, lead, annotator_a, 
     from annotation.factories import items_open
 
     items_open(items[:2])
-    annotate_all(project, [annotator_a, annotator_b],
-                 values_for=lambda item, user: MEME3W_HARMFUL if user == annotator_a else MEME3W_NOT_HARMFUL)
+    annotate_all(
+        project,
+        [annotator_a, annotator_b],
+        values_for=lambda item, user: MEME3W_HARMFUL if user == annotator_a else MEME3W_NOT_HARMFUL,
+    )
     assert gold_decide_all(project, reviewer, pick=2) == 2
     release = build(project, lead)
     records = read_jsonl(release_dir(release) / "records.jsonl")
@@ -202,17 +225,22 @@ def test_bulk_candidates_match_the_candidates_selector(project, items):
         assert [c["id"] for c in bulk[item.pk]] == [c.id for c in candidates_with_identity(item=item)]
 
 
-def test_diff_lists_added_removed_and_changed_items(project, gold_items, lead, reviewer, annotator_a, annotator_b,
-                                                    tmp_path):
+def test_diff_lists_added_removed_and_changed_items(
+    project, gold_items, lead, reviewer, annotator_a, annotator_b, tmp_path
+):
     v1 = build(project, lead)
     # change one gold record through adjudication, exclude one item, add one new gold item
     gold_send_back(item=gold_items[0], lead=lead)
     task = adjudication_next(project=project, reviewer=reviewer)
-    gold_decide(task=task, reviewer=reviewer, decisions={"target_entity": {"value": "Zorgians"}}, note="",
-                version=task.version)
+    gold_decide(
+        task=task, reviewer=reviewer, decisions={"target_entity": {"value": "Zorgians"}}, note="", version=task.version
+    )
     item_stage_set(item=gold_items[1], stage=Stage.EXCLUDED)
-    new = items_import(project, tmp_path / "new", [{"source_id": "n1", "data": recompressed(image_bytes(50)),
-                                                    "text": "Brand new Zorg meme"}])
+    new = items_import(
+        project,
+        tmp_path / "new",
+        [{"source_id": "n1", "data": recompressed(image_bytes(50)), "text": "Brand new Zorg meme"}],
+    )
     gold_create(project, new, [annotator_a, annotator_b])
     v2 = build(project, lead)
     from exports.selectors import release_diff
@@ -223,7 +251,9 @@ def test_diff_lists_added_removed_and_changed_items(project, gold_items, lead, r
     assert changed["item_id"] == gold_items[0].pk
     assert "gold.target_entity" in changed["fields"] and "gold_revision" in changed["fields"]
     assert {c["kind"]: c["item_id"] for c in diff["changes"] if c["kind"] != "changed"} == {
-        "removed": gold_items[1].pk, "added": new[0].pk}
+        "removed": gold_items[1].pk,
+        "added": new[0].pk,
+    }
     assert not diff["identical"] and not diff["truncated"]
     assert release_diff(old=v1, new=v2, limit=1)["truncated"]
 

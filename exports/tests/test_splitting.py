@@ -1,4 +1,5 @@
 """exports.splitting: stratified group split and the integrity check. No database."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -102,5 +103,3 @@ def test_exact_duplicate_groups() -> None:
     got = exact_duplicate_groups(["x", "y", "x", "z", "y", "x"])
     assert got == {"x": [0, 2, 5], "y": [1, 4]}
     assert list(got) == ["x", "y"]
-
-

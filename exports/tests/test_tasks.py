@@ -1,4 +1,5 @@
 """Celery tasks: the options reached Celery, the tasks are thin and idempotent."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,14 +12,19 @@ from exports.tasks import export_job_task, near_duplicates_detect_task
 def test_task_options_reached_celery():
     from concord.celery import app
 
-    for name, _task in (("exports.detect_near_duplicates", near_duplicates_detect_task),
-                       ("exports.build_release", export_job_task)):
+    for name, _task in (
+        ("exports.detect_near_duplicates", near_duplicates_detect_task),
+        ("exports.build_release", export_job_task),
+    ):
         registered = app.tasks[name]
         assert registered.acks_late is True and registered.reject_on_worker_lost is True
         assert registered.ignore_result is True
         # below the broker's visibility timeout: a running job is never delivered twice
-        assert registered.soft_time_limit < registered.time_limit < settings.CELERY_BROKER_TRANSPORT_OPTIONS.get(
-            "visibility_timeout", 7200)
+        assert (
+            registered.soft_time_limit
+            < registered.time_limit
+            < settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 7200)
+        )
     assert export_job_task.max_retries == 0 and near_duplicates_detect_task.max_retries == 0
 
 

@@ -1,4 +1,5 @@
 """HTML pages: roles, htmx review, job progress partial, release pages, token page, query counts."""
+
 from __future__ import annotations
 
 import pytest
@@ -53,8 +54,9 @@ def test_page_roles(client_for, pairs, release, lead, reviewer, researcher, anno
         assert status_of(client_for, outsider, method, url, **data) == 404, url
 
 
-def test_review_queue_shows_both_sides_and_judges_with_htmx(client_for, project, pairs, reviewer, lead,
-                                                           django_assert_num_queries):
+def test_review_queue_shows_both_sides_and_judges_with_htmx(
+    client_for, project, pairs, reviewer, lead, django_assert_num_queries
+):
     client = client_for(reviewer)
     # session, user, project, roles, page count + page, groups, counts (2), scan, last done scan + count
     with django_assert_num_queries(12):
@@ -82,15 +84,25 @@ def test_review_queue_shows_both_sides_and_judges_with_htmx(client_for, project,
     assert other.post("/p/p1/duplicates/99999/review/", {"decision": "same"}).status_code == 404
 
 
-def test_query_count_of_the_queue_does_not_grow_with_pairs(client_for, project, pairs, tmp_path, lead,
-                                                           django_assert_num_queries):
+def test_query_count_of_the_queue_does_not_grow_with_pairs(
+    client_for, project, pairs, tmp_path, lead, django_assert_num_queries
+):
     from exports.factories import items_import, recompressed
     from projects.factories import image_bytes
 
-    items_import(project, tmp_path / "more", [
-        {"source_id": f"x{i}", "data": recompressed(image_bytes(100 + i), quality=q), "text": f"x{i}"}
-        for i in range(3) for q in (90,)] + [
-        {"source_id": f"y{i}", "data": recompressed(image_bytes(100 + i), quality=30), "text": f"y{i}"} for i in range(3)])
+    items_import(
+        project,
+        tmp_path / "more",
+        [
+            {"source_id": f"x{i}", "data": recompressed(image_bytes(100 + i), quality=q), "text": f"x{i}"}
+            for i in range(3)
+            for q in (90,)
+        ]
+        + [
+            {"source_id": f"y{i}", "data": recompressed(image_bytes(100 + i), quality=30), "text": f"y{i}"}
+            for i in range(3)
+        ],
+    )
     near_duplicates_detect(project=project)
     assert NearDuplicatePair.objects.count() >= 5
     client = client_for(lead)
@@ -115,8 +127,9 @@ def test_splits_page_shows_the_integrity_check(client_for, project, dup_gold, le
     assert 'id="unreviewed-pairs">2<' in html
 
 
-def test_releases_pages(client_for, project, release, lead, researcher, django_assert_num_queries,
-                        django_capture_on_commit_callbacks):
+def test_releases_pages(
+    client_for, project, release, lead, researcher, django_assert_num_queries, django_capture_on_commit_callbacks
+):
     client = client_for(researcher)
     with django_assert_num_queries(5):  # session, user, project, roles, releases
         html = client.get("/p/p1/releases/").content.decode()

@@ -1,4 +1,5 @@
 """exports.writers: canonical JSONL, deterministic Parquet, COCO boxes. No database."""
+
 from __future__ import annotations
 
 import json
@@ -24,15 +25,37 @@ FIELDS = MEME3W_SCHEMA["fields"]
 def record(i: int) -> dict:
     harmful = i % 3 == 0
     return {
-        "item_id": i, "source_id": f"s{i}", "source_dataset": "t", "import_key": f"k{i}", "text": f"Zorg é {i}",
-        "title": "", "language": "en", "domain": "", "metadata": {"b": 1, "a": [i]}, "split": "train",
+        "item_id": i,
+        "source_id": f"s{i}",
+        "source_dataset": "t",
+        "import_key": f"k{i}",
+        "text": f"Zorg é {i}",
+        "title": "",
+        "language": "en",
+        "domain": "",
+        "metadata": {"b": 1, "a": [i]},
+        "split": "train",
         "near_duplicate_group": i,
-        "image": {"file": None, "format": "JPEG", "height": 10, "phash": "0" * 16, "pixel_hash": "a" * 64,
-                  "redistributable": False, "sha256": "b" * 64, "width": 20},
-        "gold": {"label": "harmful" if harmful else "non-harmful",
-                 "target_category": "gender" if harmful else None, "target_entity": "x" if harmful else None,
-                 "text_mention": None, "visual_region": [[1, 2, 300, 400]] if harmful else []},
-        "provenance": {"label": {"source": "identical"}}, "gold_revision": 1, "schema_version": 1,
+        "image": {
+            "file": None,
+            "format": "JPEG",
+            "height": 10,
+            "phash": "0" * 16,
+            "pixel_hash": "a" * 64,
+            "redistributable": False,
+            "sha256": "b" * 64,
+            "width": 20,
+        },
+        "gold": {
+            "label": "harmful" if harmful else "non-harmful",
+            "target_category": "gender" if harmful else None,
+            "target_entity": "x" if harmful else None,
+            "text_mention": None,
+            "visual_region": [[1, 2, 300, 400]] if harmful else [],
+        },
+        "provenance": {"label": {"source": "identical"}},
+        "gold_revision": 1,
+        "schema_version": 1,
         "lexicon_version": None,
     }
 
@@ -79,8 +102,12 @@ def test_parquet_is_byte_identical_across_runs_and_round_trips(tmp_path):
 def test_parquet_types_follow_the_schema(tmp_path):
     w = ParquetRecordsWriter(tmp_path / "aha.parquet", AHA_SCHEMA["fields"])
     rec = record(1)
-    rec["gold"] = {"is_hateful": "Hateful", "hateful_type": ["Mocking"], "targeted_categories": ["race"],
-                   "non_hateful_type": []}
+    rec["gold"] = {
+        "is_hateful": "Hateful",
+        "hateful_type": ["Mocking"],
+        "targeted_categories": ["race"],
+        "non_hateful_type": [],
+    }
     w.write(rec)
     w.close()
     gold = pq.read_table(tmp_path / "aha.parquet").to_pylist()[0]["gold"]
@@ -93,16 +120,21 @@ def test_box_to_pixels():
 
 def test_coco_writer_streams_images_and_pixel_boxes(tmp_path):
     coco = CocoWriter(tmp_path / "coco.json", categories=["gender", "religion"], info={"k": 1})
-    coco.add(image={"id": 5, "width": 200, "height": 100, "file_name": "a.jpg"},
-             boxes=[[0, 0, 500, 1000], [500, 500, 1000, 1000]], category="religion")
+    coco.add(
+        image={"id": 5, "width": 200, "height": 100, "file_name": "a.jpg"},
+        boxes=[[0, 0, 500, 1000], [500, 500, 1000, 1000]],
+        category="religion",
+    )
     coco.add(image={"id": 6, "width": 10, "height": 10, "file_name": "b.jpg"}, boxes=[], category=None)
     digest = coco.close()
     assert digest == file_digest(tmp_path / "coco.json")
     data = json.loads((tmp_path / "coco.json").read_text())
     assert list(data) == ["annotations", "categories", "images", "info"]
     assert [i["id"] for i in data["images"]] == [5, 6]
-    assert data["categories"] == [{"id": 1, "name": "gender", "supercategory": "target"},
-                                  {"id": 2, "name": "religion", "supercategory": "target"}]
+    assert data["categories"] == [
+        {"id": 1, "name": "gender", "supercategory": "target"},
+        {"id": 2, "name": "religion", "supercategory": "target"},
+    ]
     first, second = data["annotations"]
     assert first["bbox"] == [0.0, 0.0, 100.0, 100.0] and first["category_id"] == 2 and first["area"] == 10000.0
     assert second["bbox"] == [100.0, 50.0, 100.0, 50.0] and second["bbox_normalized_1000"] == [500, 500, 1000, 1000]

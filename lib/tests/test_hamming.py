@@ -4,6 +4,7 @@ The pair search is checked against the brute force (and pybktree) on uniform and
 hashes, with the automatically planned strategy and with forced multi-index plans, because
 small inputs are planned as brute force and would otherwise never reach the index code.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,6 +36,7 @@ U64 = 2**64
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
+
 
 def clustered(n: int, centres: int, seed: int, max_flips: int = 6, noise: float = 0.1) -> np.ndarray:
     """Members of random centres with 0..max_flips bit flips, plus uniform noise."""
@@ -102,6 +104,7 @@ def components_bfs(n: int, pairs: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # near_duplicate_pairs == brute force
 # --------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("t", range(11))
 @pytest.mark.parametrize("kind", ["uniform", "clustered"])
@@ -203,6 +206,7 @@ def test_huge_buckets_are_processed_in_chunks() -> None:
 # edge cases
 # --------------------------------------------------------------------------------------------
 
+
 def test_empty_and_single() -> None:
     for data in (np.array([], dtype=np.uint64), [], np.array([42], dtype=np.uint64)):
         for t in (0, 8, 64):
@@ -290,6 +294,7 @@ def test_plan_choice() -> None:
 # groups
 # --------------------------------------------------------------------------------------------
 
+
 def _graphs(n: int) -> st.SearchStrategy[tuple[int, list[tuple[int, int]]]]:
     node = st.integers(0, n - 1)
     return st.tuples(st.just(n), st.lists(st.tuples(node, node), max_size=90))
@@ -334,5 +339,3 @@ def test_near_duplicate_groups_on_clusters() -> None:
     for g in range(50):
         members = np.flatnonzero(label == g)
         assert (groups[members] == members.min()).all()
-
-

@@ -5,6 +5,7 @@ The ground truth is what we drew: the words and their pixel bounding boxes (Pill
 ``textbbox``, outline included). Real OCR runs on every test (no mocks): the PP-OCRv4 models
 ship inside rapidocr-onnxruntime.
 """
+
 from __future__ import annotations
 
 import io
@@ -32,7 +33,13 @@ from lib.ocr import OcrError, OcrResult, load_rgb, normalized_box, ocr_read
 FONT_DIRS = ["/usr/share/fonts", "/usr/local/share/fonts"]
 LATIN_FONTS = ["DejaVuSans-Bold.ttf", "LiberationSans-Bold.ttf", "DejaVuSans.ttf"]
 # WenQuanYi Micro Hei is Debian's fonts-wqy-microhei (1.6 MB); Noto CJK is fonts-noto-cjk.
-CJK_FONTS = ["wqy-microhei.ttc", "wqy-zenhei.ttc", "NotoSansCJK-Regular.ttc", "NotoSansCJK-Bold.ttc", "DroidSansFallbackFull.ttf"]
+CJK_FONTS = [
+    "wqy-microhei.ttc",
+    "wqy-zenhei.ttc",
+    "NotoSansCJK-Regular.ttc",
+    "NotoSansCJK-Bold.ttc",
+    "DroidSansFallbackFull.ttf",
+]
 
 
 def find_font(names: Sequence[str]) -> str | None:
@@ -50,7 +57,9 @@ def find_font(names: Sequence[str]) -> str | None:
 
 LATIN_FONT = find_font(LATIN_FONTS)
 CJK_FONT = find_font(CJK_FONTS)
-needs_latin_font = pytest.mark.skipif(LATIN_FONT is None, reason=f"no TrueType font among {LATIN_FONTS} (apt-get install fonts-dejavu-core)")
+needs_latin_font = pytest.mark.skipif(
+    LATIN_FONT is None, reason=f"no TrueType font among {LATIN_FONTS} (apt-get install fonts-dejavu-core)"
+)
 
 
 def gradient_noise(size: tuple[int, int] = (500, 500), seed: int = 0) -> np.ndarray:
@@ -58,7 +67,9 @@ def gradient_noise(size: tuple[int, int] = (500, 500), seed: int = 0) -> np.ndar
     w, h = size
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
-    base = np.stack([120 + 80 * np.sin(xx / 90), 100 + 70 * np.cos(yy / 70), 140 + 60 * np.sin((xx + yy) / 120)], axis=2)
+    base = np.stack(
+        [120 + 80 * np.sin(xx / 90), 100 + 70 * np.cos(yy / 70), 140 + 60 * np.sin((xx + yy) / 120)], axis=2
+    )
     return np.clip(base + rng.normal(0, 10, base.shape), 0, 255).astype(np.uint8)
 
 
@@ -82,7 +93,15 @@ class Meme:
 
 
 def draw_caption(
-    img: Image.Image, text: str, *, center_x: int, top: int, font_path: str, font_size: int, max_width: int, from_bottom: bool = False
+    img: Image.Image,
+    text: str,
+    *,
+    center_x: int,
+    top: int,
+    font_path: str,
+    font_size: int,
+    max_width: int,
+    from_bottom: bool = False,
 ) -> tuple[int, int, int, int]:
     """White text with a black outline (stroke = 1/12 of the size, as in Impact memes), wrapped
     onto several lines like a meme generator does when it is wider than ``max_width`` (shrunk
@@ -132,9 +151,30 @@ def make_meme(
     captions = []
     margin = max(8, h // 25)
     if top:
-        captions.append((top, draw_caption(img, top, center_x=w // 2, top=margin, font_path=font_path, font_size=fs, max_width=w - 2 * margin)))
+        captions.append(
+            (
+                top,
+                draw_caption(
+                    img, top, center_x=w // 2, top=margin, font_path=font_path, font_size=fs, max_width=w - 2 * margin
+                ),
+            )
+        )
     if bottom:
-        captions.append((bottom, draw_caption(img, bottom, center_x=w // 2, top=h - margin - fs // 4, font_path=font_path, font_size=fs, max_width=w - 2 * margin, from_bottom=True)))
+        captions.append(
+            (
+                bottom,
+                draw_caption(
+                    img,
+                    bottom,
+                    center_x=w // 2,
+                    top=h - margin - fs // 4,
+                    font_path=font_path,
+                    font_size=fs,
+                    max_width=w - 2 * margin,
+                    from_bottom=True,
+                ),
+            )
+        )
     return Meme(image=img, background=base, captions=captions)
 
 
@@ -204,6 +244,7 @@ def astronaut_result(astronaut_meme: Meme) -> OcrResult:
 # Reading the caption
 # --------------------------------------------------------------------------------------------
 
+
 @needs_latin_font
 @pytest.mark.parametrize("background", sorted(BACKGROUNDS))
 @pytest.mark.parametrize("top,bottom", CAPTIONS)
@@ -249,7 +290,12 @@ def test_boxes_lie_over_the_drawn_text(background: str) -> None:
         truth = to_norm(drawn, w, h)
         # Lines whose centre falls inside this caption's drawn box: the detector may split a
         # caption into several lines; together they must cover it.
-        mine = [line.box for line in result.lines if truth[0] <= (line.box[0] + line.box[2]) / 2 <= truth[2] and truth[1] <= (line.box[1] + line.box[3]) / 2 <= truth[3]]
+        mine = [
+            line.box
+            for line in result.lines
+            if truth[0] <= (line.box[0] + line.box[2]) / 2 <= truth[2]
+            and truth[1] <= (line.box[1] + line.box[3]) / 2 <= truth[3]
+        ]
         assert mine, f"no line over {text!r}: {result.lines}"
         assert iou(union_box(mine), truth) >= 0.7, (text, union_box(mine), truth)
     # And every line lies over some caption: 95% of its box inside a drawn box grown by 2% of
@@ -277,7 +323,9 @@ def test_reading_order_top_to_bottom_then_left_to_right() -> None:
     assert [line.text for line in result.lines] == ["TITLE", "LEFT", "RIGHT", "BOTTOM", "CORNER"]
 
 
-@pytest.mark.skipif(CJK_FONT is None, reason=f"no CJK font among {CJK_FONTS} (Debian: apt-get install fonts-wqy-microhei)")
+@pytest.mark.skipif(
+    CJK_FONT is None, reason=f"no CJK font among {CJK_FONTS} (Debian: apt-get install fonts-wqy-microhei)"
+)
 def test_chinese_caption() -> None:
     top, bottom = "我们的代码终于运行了", "太好了"
     meme = make_meme("chelsea", top, bottom, font_path=CJK_FONT)
@@ -302,8 +350,11 @@ def test_image_without_text_gives_an_empty_result() -> None:
 # Sources, modes, orientation
 # --------------------------------------------------------------------------------------------
 
+
 @needs_latin_font
-def test_same_input_same_result_from_every_source(tmp_path: Path, astronaut_meme: Meme, astronaut_result: OcrResult) -> None:
+def test_same_input_same_result_from_every_source(
+    tmp_path: Path, astronaut_meme: Meme, astronaut_result: OcrResult
+) -> None:
     data = png_bytes(astronaut_meme.image)
     path = tmp_path / "meme.png"
     path.write_bytes(data)
@@ -356,9 +407,23 @@ def test_sixteen_bit_gray_is_scaled_not_clipped() -> None:
 
 
 def test_every_pillow_mode_becomes_rgb_with_the_right_colour() -> None:
-    white = {"L": 255, "LA": (255, 255), "La": (255, 255), "RGBA": (255, 255, 255, 255), "RGBa": (255, 255, 255, 255),
-             "RGBX": (255, 255, 255, 0), "CMYK": (0, 0, 0, 0), "YCbCr": (255, 128, 128), "HSV": (0, 0, 255),
-             "LAB": (255, 128, 128), "1": 1, "I;16": 65535, "I;16B": 65535, "I": 65535, "F": 1.0}
+    white = {
+        "L": 255,
+        "LA": (255, 255),
+        "La": (255, 255),
+        "RGBA": (255, 255, 255, 255),
+        "RGBa": (255, 255, 255, 255),
+        "RGBX": (255, 255, 255, 0),
+        "CMYK": (0, 0, 0, 0),
+        "YCbCr": (255, 128, 128),
+        "HSV": (0, 0, 255),
+        "LAB": (255, 128, 128),
+        "1": 1,
+        "I;16": 65535,
+        "I;16B": 65535,
+        "I": 65535,
+        "F": 1.0,
+    }
     for mode, value in white.items():
         rgb = load_rgb(Image.new(mode, (2, 2), value))  # type: ignore[arg-type]
         assert rgb.mode == "RGB" and rgb.size == (2, 2)
@@ -380,7 +445,9 @@ def test_transparent_background_is_composited_over_white() -> None:
     # so dropping alpha (or inverting, as rapidocr's own loader may) leaves nothing to read.
     img = Image.new("RGBA", (700, 200), (0, 0, 0, 0))
     assert LATIN_FONT is not None
-    ImageDraw.Draw(img).text((350, 70), "BLACK ON CLEAR GLASS", font=ImageFont.truetype(LATIN_FONT, 40), anchor="mt", fill=(0, 0, 0, 255))
+    ImageDraw.Draw(img).text(
+        (350, 70), "BLACK ON CLEAR GLASS", font=ImageFont.truetype(LATIN_FONT, 40), anchor="mt", fill=(0, 0, 0, 255)
+    )
     rgb = load_rgb(img)
     assert rgb.mode == "RGB" and rgb.getpixel((5, 5)) == (255, 255, 255)
     result = ocr_read(img)
@@ -412,6 +479,7 @@ def test_exif_orientation_is_applied(astronaut_meme: Meme) -> None:
 # --------------------------------------------------------------------------------------------
 # Bad and bounded input
 # --------------------------------------------------------------------------------------------
+
 
 def test_empty_input_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OcrError) as err:
@@ -516,6 +584,7 @@ def test_normalized_box_rounds_outward_and_is_never_degenerate() -> None:
 # Decoding
 # --------------------------------------------------------------------------------------------
 
+
 def _posteriors(columns: list[tuple[int, float]], n_classes: int, space_at: dict[int, float]) -> np.ndarray:
     """(T, C) matrix: each column's argmax is the given class with the given probability."""
     probs = np.zeros((len(columns), n_classes))
@@ -548,6 +617,7 @@ def test_ctc_decode_recovers_spaces_from_the_posterior() -> None:
 # --------------------------------------------------------------------------------------------
 # Engine
 # --------------------------------------------------------------------------------------------
+
 
 def _session_threads(engine: object) -> set[int]:
     sessions = [engine.text_det.infer.session, engine.text_cls.infer.session, engine.text_rec.session.session]  # type: ignore[attr-defined]
@@ -593,7 +663,9 @@ def test_onnxruntime_telemetry_is_off(tmp_path: Path) -> None:
     env.update(HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / ".cache"))
     code = "from PIL import Image; from lib.ocr import ocr_read; print(ocr_read(Image.new('RGB', (64, 64))).text == '')"
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
     assert not (tmp_path / ".cache" / "Microsoft").exists()
 

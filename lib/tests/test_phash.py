@@ -4,6 +4,7 @@ The pair search is checked against the brute force (and pybktree) on uniform and
 hashes, with the automatically planned strategy and with forced multi-index plans, because
 small inputs are planned as brute force and would otherwise never reach the index code.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,6 +42,7 @@ U64 = 2**64
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
+
 
 def clustered(n: int, centres: int, seed: int, max_flips: int = 6, noise: float = 0.1) -> np.ndarray:
     """Members of random centres with 0..max_flips bit flips, plus uniform noise."""
@@ -110,8 +112,17 @@ def components_bfs(n: int, pairs: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 PHOTOS = (
-    "astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry",
-    "retina", "camera", "moon", "horse", "coins",
+    "astronaut",
+    "coffee",
+    "chelsea",
+    "rocket",
+    "hubble_deep_field",
+    "immunohistochemistry",
+    "retina",
+    "camera",
+    "moon",
+    "horse",
+    "coins",
 )
 
 
@@ -147,8 +158,15 @@ def test_hex_conversions_match_imagehash() -> None:
     assert imagehash.hex_to_hash(phash_hex(value)) == imagehash.phash(img)
     assert phash_array([text, "8000000000000000"]).tolist() == [value, 1 << 63]
     assert phash_array([]).dtype == np.uint64
-    bad_values = ("", "abc", "0x12345678901234", "g000000000000000", "00000000000000000", "+123456789abcdef",
-                  "1234_6789abcdef0")
+    bad_values = (
+        "",
+        "abc",
+        "0x12345678901234",
+        "g000000000000000",
+        "00000000000000000",
+        "+123456789abcdef",
+        "1234_6789abcdef0",
+    )
     for bad in bad_values:
         with pytest.raises(ValueError):
             phash_int(bad)
@@ -256,4 +274,3 @@ def test_lanczos_resize_close_to_pillow() -> None:
             expected = np.asarray(small.resize((32, 32), Image.Resampling.LANCZOS, box=box)).astype(int)
             got = _lanczos_resize(np.asarray(small), box).astype(int)
             assert np.abs(got - expected).max() <= 1
-

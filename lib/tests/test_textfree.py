@@ -1,5 +1,6 @@
 """lib.textfree: the mask, the inpainting contract (only masked pixels change, size kept, RGB
 out) and the end result that matters for MemeCap annotators: OCR no longer finds the caption."""
+
 from __future__ import annotations
 
 import io
@@ -51,6 +52,7 @@ def memes() -> dict[str, tuple[Meme, OcrResult]]:
 # End to end
 # --------------------------------------------------------------------------------------------
 
+
 @needs_latin_font
 @pytest.mark.parametrize("name", ["astronaut", "rocket", "gradient"])
 def test_variant_has_no_caption_left(name: str, memes: dict[str, tuple[Meme, OcrResult]]) -> None:
@@ -96,7 +98,9 @@ def test_default_mask_covers_every_drawn_caption_pixel(size: tuple[int, int], fo
 
 
 @needs_latin_font
-def test_text_free_from_ocr_returns_variant_and_result(tmp_path: Path, memes: dict[str, tuple[Meme, OcrResult]]) -> None:
+def test_text_free_from_ocr_returns_variant_and_result(
+    tmp_path: Path, memes: dict[str, tuple[Meme, OcrResult]]
+) -> None:
     meme, expected = memes["gradient"]
     path = tmp_path / "meme.png"
     path.write_bytes(png_bytes(meme.image))
@@ -137,6 +141,7 @@ def test_bad_image_raises_ocr_error() -> None:
 # --------------------------------------------------------------------------------------------
 # The mask
 # --------------------------------------------------------------------------------------------
+
 
 def test_mask_from_polygon_box_and_line() -> None:
     size = (200, 100)
@@ -202,6 +207,7 @@ def test_bad_arguments_are_refused() -> None:
 # --------------------------------------------------------------------------------------------
 # Encoding
 # --------------------------------------------------------------------------------------------
+
 
 def test_encode_png_is_lossless_and_jpeg_decodes() -> None:
     img = Image.fromarray(gradient_noise((80, 60)))

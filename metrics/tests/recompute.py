@@ -60,7 +60,9 @@ def alpha(rows: list[list[object]], mask: np.ndarray | None, idx: np.ndarray) ->
     return _nan(krippendorff_alpha([[r[i] for i in kept] for r in rows], "nominal"))
 
 
-def macro_label_kappa(rows: list[list[object]], labels: Sequence[Hashable], mask: np.ndarray | None, idx: np.ndarray) -> float:
+def macro_label_kappa(
+    rows: list[list[object]], labels: Sequence[Hashable], mask: np.ndarray | None, idx: np.ndarray
+) -> float:
     """``rows`` = :meth:`LabelRatings.by_rater` (the macro_pairwise_kappa annotations shape)."""
     kept = _kept(idx, mask)
     if len(rows) < 2:
@@ -68,7 +70,9 @@ def macro_label_kappa(rows: list[list[object]], labels: Sequence[Hashable], mask
     return _nan(macro_pairwise_kappa([[r[i] for i in kept] for r in rows], list(labels)))
 
 
-def label_alpha(rows: list[list[object]], labels: Sequence[Hashable], mask: np.ndarray | None, idx: np.ndarray) -> float:
+def label_alpha(
+    rows: list[list[object]], labels: Sequence[Hashable], mask: np.ndarray | None, idx: np.ndarray
+) -> float:
     """Mean over labels of binary nominal krippendorff_alpha (quality.compute's mean_alpha)."""
     kept = _kept(idx, mask)
     if len(rows) < 2:

@@ -32,11 +32,33 @@ def text_from(chars: str | list[str], max_size: int = 30) -> st.SearchStrategy[s
 # Mixed-script alphabet: ASCII letters, articles' letters, spaces, ASCII and Unicode
 # punctuation, full-width forms, CJK, Arabic (with a presentation form), combining marks.
 MIXED_CHARS = list("abtheAN THE  .,!'-") + [
-    "\u3000", "\u00a0", "\t", "\u2019", "\u201c", "\u2014", "\u00bf",  # spaces, quotes, dashes
-    "\uff37", "\uff4f", "\uff01",  # full-width W, o, !
-    "中", "国", "人", "の", "カ", "한",
-    "م", "س", "ل", "\u060c", "\u061f", "\ufefb", "\u064f",  # Arabic, comma, ?, lam-alef, damma
-    "e\u0301", "\u00e9", "ß", "ﬁ",
+    "\u3000",
+    "\u00a0",
+    "\t",
+    "\u2019",
+    "\u201c",
+    "\u2014",
+    "\u00bf",  # spaces, quotes, dashes
+    "\uff37",
+    "\uff4f",
+    "\uff01",  # full-width W, o, !
+    "中",
+    "国",
+    "人",
+    "の",
+    "カ",
+    "한",
+    "م",
+    "س",
+    "ل",
+    "\u060c",
+    "\u061f",
+    "\ufefb",
+    "\u064f",  # Arabic, comma, ?, lam-alef, damma
+    "e\u0301",
+    "\u00e9",
+    "ß",
+    "ﬁ",
 ]
 
 mixed_text = text_from(MIXED_CHARS)
@@ -45,8 +67,27 @@ optional_mixed_text = st.one_of(st.none(), mixed_text)
 # ASCII text on which our normalization and SQuAD v1.1's coincide: letters, digits, ASCII
 # whitespace and exactly the ASCII characters that are both in string.punctuation and Unicode
 # category P (the S-category ones, $+<=>^`|~, are kept by us and deleted by SQuAD).
-_WORDS = ["a", "an", "the", "The", "A", "women", "Women", "muslim", "people", "Black",
-          "immigrants", "x", "y1", "2", "dont", "the1", "anna", "theory", "AN"]
+_WORDS = [
+    "a",
+    "an",
+    "the",
+    "The",
+    "A",
+    "women",
+    "Women",
+    "muslim",
+    "people",
+    "Black",
+    "immigrants",
+    "x",
+    "y1",
+    "2",
+    "dont",
+    "the1",
+    "anna",
+    "theory",
+    "AN",
+]
 _P_ASCII = list("!\"#%&'()*,-./:;?@[\\]_{}")
 
 
@@ -71,8 +112,12 @@ coord = st.integers(0, 1000)
 def int_box(draw: st.DrawFn, max_side: int = 400) -> list[int]:
     x1 = draw(st.integers(0, 990))
     y1 = draw(st.integers(0, 990))
-    return [x1, y1, draw(st.integers(x1 + 1, min(1000, x1 + max_side))),
-            draw(st.integers(y1 + 1, min(1000, y1 + max_side)))]
+    return [
+        x1,
+        y1,
+        draw(st.integers(x1 + 1, min(1000, x1 + max_side))),
+        draw(st.integers(y1 + 1, min(1000, y1 + max_side))),
+    ]
 
 
 @st.composite

@@ -302,7 +302,8 @@ def test_krippendorff_alpha_package_examples() -> None:
     assert krippendorff_alpha(sdata) == pytest.approx(krippendorff_alpha(data), abs=1e-12)
     ref = krippendorff.alpha(
         np.array([[np.nan if v is None else v for v in r] for r in sdata], dtype=object).astype(str),
-        level_of_measurement="ordinal", value_domain=words,
+        level_of_measurement="ordinal",
+        value_domain=words,
     )
     assert krippendorff_alpha(sdata, "ordinal", value_domain=words) == pytest.approx(ref, abs=1e-12)
     # numpy input with NaN for missing

@@ -51,9 +51,15 @@ def test_paired_ci_matches_naive_and_scipy(kind: str) -> None:
     ref_low, ref_high = naive_percentile_ci(d, 4000, seed=9)
     assert low == pytest.approx(ref_low, abs=0.006)
     assert high == pytest.approx(ref_high, abs=0.006)
-    res = stats.bootstrap((a, b), lambda x, y, axis=-1: x.mean(axis=axis) - y.mean(axis=axis),
-                          paired=True, vectorized=True, n_resamples=4000, method="percentile",
-                          random_state=np.random.default_rng(5))
+    res = stats.bootstrap(
+        (a, b),
+        lambda x, y, axis=-1: x.mean(axis=axis) - y.mean(axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=4000,
+        method="percentile",
+        random_state=np.random.default_rng(5),
+    )
     assert low == pytest.approx(res.confidence_interval.low, abs=0.006)
     assert high == pytest.approx(res.confidence_interval.high, abs=0.006)
 

@@ -253,7 +253,7 @@ def test_enclosing_iou_batch_equals_scalar(pairs: list) -> None:
     ea = enclosing_batch(a)
     for row, r in zip(ea, a):
         e = enclosing(r)
-        assert (np.isnan(row).all() if e is None else row.tolist() == e)
+        assert np.isnan(row).all() if e is None else row.tolist() == e
     # precomputed rectangles give the same answer
     assert enclosing_iou_batch(ea, enclosing_batch(b)).tolist() == out.tolist()
 

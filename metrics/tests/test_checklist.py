@@ -95,7 +95,9 @@ def test_means_and_summary() -> None:
     for j, layer in enumerate(LAYERS):
         assert means[layer] == pytest.approx(s.layers[:, j].mean())
     # intersection is never above either judge alone
-    assert means["Success"] <= min(vikr_scores(checklists, ja).means()["Success"], vikr_scores(checklists, jb).means()["Success"])
+    assert means["Success"] <= min(
+        vikr_scores(checklists, ja).means()["Success"], vikr_scores(checklists, jb).means()["Success"]
+    )
     summary = vikr_summary(s, n=300)
     assert summary["Success"].value == pytest.approx(means["Success"])
     assert summary["Success"].ci[0] <= means["Success"] <= summary["Success"].ci[1]

@@ -112,8 +112,14 @@ def test_f1_rel_properties(a: str | None, b: str | None) -> None:
 
 
 @FAST
-@given(st.lists(st.tuples(optional_mixed_text, st.sampled_from(
-    [None, "women", "woman", "Muslims", "Jews", "Black women", "中国人"])), max_size=20))
+@given(
+    st.lists(
+        st.tuples(
+            optional_mixed_text, st.sampled_from([None, "women", "woman", "Muslims", "Jews", "Black women", "中国人"])
+        ),
+        max_size=20,
+    )
+)
 def test_f1_rel_batch_equals_scalar(pairs: list[tuple[str | None, str | None]]) -> None:
     a = [p[0] for p in pairs] + ["woman", "Jews", None]
     b = [p[1] for p in pairs] + ["women", "Jews", None]

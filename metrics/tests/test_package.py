@@ -84,7 +84,11 @@ def test_spec_defaults() -> None:
 def test_benchmark_runs_small() -> None:
     out = subprocess.run(
         [sys.executable, str(REPO / "bench" / "metrics.py"), "--n", "3000"],
-        cwd=REPO, check=True, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout
     assert "TOTAL (all agreement fields)" in out
     assert "max abs diff 0.000e+00" in out or "goal <= 1e-12: OK" in out
@@ -92,11 +96,29 @@ def test_benchmark_runs_small() -> None:
 
 def test_agreement_scale_bench_runs_small() -> None:
     out = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "agreement_scale.py"), "--items", "3000", "--resamples", "60",
-         "--sub", "400", "--old-resamples", "3"],
-        cwd=REPO, check=True, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(REPO / "bench" / "agreement_scale.py"),
+            "--items",
+            "3000",
+            "--resamples",
+            "60",
+            "--sub",
+            "400",
+            "--old-resamples",
+            "3",
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     ).stdout
     assert out.count("undefined pattern identical") == 2
-    diffs = [float(line.split("max |old - new| = ")[1].split(",")[0]) for line in out.splitlines() if "max |old - new|" in line]
+    diffs = [
+        float(line.split("max |old - new| = ")[1].split(",")[0])
+        for line in out.splitlines()
+        if "max |old - new|" in line
+    ]
     assert len(diffs) == 2 and max(diffs) <= 1e-12
     assert "TOTAL meme3w-like" in out

@@ -11,12 +11,22 @@ from metrics.text import exact_match, token_f1
 
 
 def harmful(category="gender", entity="women", mention=None, region=()):
-    return {"label": "harmful", "target_category": category, "target_entity": entity,
-            "text_mention": mention, "visual_region": [list(b) for b in region]}
+    return {
+        "label": "harmful",
+        "target_category": category,
+        "target_entity": entity,
+        "text_mention": mention,
+        "visual_region": [list(b) for b in region],
+    }
 
 
-NON_HARMFUL = {"label": "non-harmful", "target_category": None, "target_entity": None,
-               "text_mention": None, "visual_region": []}
+NON_HARMFUL = {
+    "label": "non-harmful",
+    "target_category": None,
+    "target_entity": None,
+    "text_mention": None,
+    "visual_region": [],
+}
 BOX = (100, 100, 300, 400)
 
 
@@ -132,8 +142,12 @@ def test_field_scores_against_hand_and_sklearn() -> None:
     golds, preds = [], []
     for i in range(200):
         if rng.random() < 0.45:
-            g = harmful(["gender", "religion and caste"][i % 2], ["women", "Muslim people"][i % 2],
-                        "women" if i % 3 else None, [BOX] if i % 4 else [])
+            g = harmful(
+                ["gender", "religion and caste"][i % 2],
+                ["women", "Muslim people"][i % 2],
+                "women" if i % 3 else None,
+                [BOX] if i % 4 else [],
+            )
         else:
             g = dict(NON_HARMFUL)
         r = rng.random()
@@ -164,10 +178,18 @@ def test_field_scores_against_hand_and_sklearn() -> None:
     def get(p, k, default=None):
         return p.get(k, default) if isinstance(p, dict) else default
 
-    assert s["category_em"] == pytest.approx(mean([exact_match(get(preds[i], "target_category"), golds[i]["target_category"]) for i in h]))
-    assert s["entity_f1_rel"] == pytest.approx(mean([f1_rel(get(preds[i], "target_entity"), golds[i]["target_entity"], TABLE8_LEXICON) for i in h]))
-    assert s["mention_em"] == pytest.approx(mean([exact_match(get(preds[i], "text_mention"), golds[i]["text_mention"]) for i in h]))
-    assert s["mention_f1"] == pytest.approx(mean([token_f1(get(preds[i], "text_mention"), golds[i]["text_mention"]) for i in h]))
+    assert s["category_em"] == pytest.approx(
+        mean([exact_match(get(preds[i], "target_category"), golds[i]["target_category"]) for i in h])
+    )
+    assert s["entity_f1_rel"] == pytest.approx(
+        mean([f1_rel(get(preds[i], "target_entity"), golds[i]["target_entity"], TABLE8_LEXICON) for i in h])
+    )
+    assert s["mention_em"] == pytest.approx(
+        mean([exact_match(get(preds[i], "text_mention"), golds[i]["text_mention"]) for i in h])
+    )
+    assert s["mention_f1"] == pytest.approx(
+        mean([token_f1(get(preds[i], "text_mention"), golds[i]["text_mention"]) for i in h])
+    )
     ious = [enclosing_iou(get(preds[i], "visual_region", []), golds[i]["visual_region"]) for i in h]
     assert s["region_iou50"] == pytest.approx(mean([v >= 0.5 for v in ious]))
     assert s["region_iou75"] == pytest.approx(mean([v >= 0.75 for v in ious]))

@@ -65,7 +65,9 @@ def check_against_recompute(
 
 
 @st.composite
-def person_items(draw: st.DrawFn, values: list = CATS, pool: int = 5, max_raters: int = 3, max_items: int = 30) -> list[dict]:
+def person_items(
+    draw: st.DrawFn, values: list = CATS, pool: int = 5, max_raters: int = 3, max_items: int = 30
+) -> list[dict]:
     """Items annotated by 1..max_raters distinct people of a pool (1 = contributes no pair)."""
     n = draw(st.integers(1, max_items))
     agree = draw(st.floats(0, 1))
@@ -131,8 +133,13 @@ def test_one_weight_matrix_for_all_figures() -> None:
 
 
 @FAST
-@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
-    st.lists(st.floats(0, 1, allow_nan=False), min_size=n, max_size=n).map(np.array), subsets(n))))
+@given(
+    st.integers(1, 40).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.floats(0, 1, allow_nan=False), min_size=n, max_size=n).map(np.array), subsets(n)
+        )
+    )
+)
 def test_mean_and_share_equal_recompute(case: tuple) -> None:
     x, mask = case
     n = x.size
@@ -154,8 +161,12 @@ def test_mean_input_rules() -> None:
     # a subset of one item: resamples that miss it are undefined, dropped and counted
     one = np.zeros(20, dtype=bool)
     one[3] = True
-    est = check_against_recompute(rs.mean_contributions(np.linspace(0, 1, 20), one),
-                                  lambda i: recompute.mean(np.linspace(0, 1, 20), one, i), 20, resamples=200)
+    est = check_against_recompute(
+        rs.mean_contributions(np.linspace(0, 1, 20), one),
+        lambda i: recompute.mean(np.linspace(0, 1, 20), one, i),
+        20,
+        resamples=200,
+    )
     assert 0 < est.undefined < 200 and est.ci == (3 / 19, 3 / 19)
 
 
@@ -163,10 +174,16 @@ def test_mean_input_rules() -> None:
 
 
 @FAST
-@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
-    st.lists(st.sampled_from(CATS), min_size=n, max_size=n),
-    st.lists(st.sampled_from(CATS), min_size=n, max_size=n),
-    st.floats(0, 1), subsets(n))))
+@given(
+    st.integers(1, 40).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.sampled_from(CATS), min_size=n, max_size=n),
+            st.lists(st.sampled_from(CATS), min_size=n, max_size=n),
+            st.floats(0, 1),
+            subsets(n),
+        )
+    )
+)
 def test_kappa_equals_recompute(case: tuple) -> None:
     a, b, agree, mask = case
     b = [x if i < agree * len(a) else y for i, (x, y) in enumerate(zip(a, b))]
@@ -193,7 +210,9 @@ def test_kappa_point_matches_sklearn_and_undefined() -> None:
 @given(person_items(max_raters=2))
 def test_pairwise_kappa_two_raters_equals_recompute(items: list[dict]) -> None:
     ratings = rs.Ratings.from_items(items)
-    check_against_recompute(rs.pairwise_kappa_contributions(ratings), lambda i: recompute.pairwise_kappa(items, None, i), len(items))
+    check_against_recompute(
+        rs.pairwise_kappa_contributions(ratings), lambda i: recompute.pairwise_kappa(items, None, i), len(items)
+    )
 
 
 @FAST
@@ -201,8 +220,9 @@ def test_pairwise_kappa_two_raters_equals_recompute(items: list[dict]) -> None:
 def test_pairwise_kappa_three_raters_subset_equals_recompute(case: tuple) -> None:
     items, mask = case
     ratings = rs.Ratings.from_items(items)
-    check_against_recompute(rs.pairwise_kappa_contributions(ratings, mask),
-                            lambda i: recompute.pairwise_kappa(items, mask, i), len(items))
+    check_against_recompute(
+        rs.pairwise_kappa_contributions(ratings, mask), lambda i: recompute.pairwise_kappa(items, mask, i), len(items)
+    )
 
 
 def test_pairwise_kappas_are_per_person_and_match_sklearn() -> None:
@@ -251,8 +271,11 @@ def test_macro_label_kappa_equals_recompute(case: tuple) -> None:
     items, mask = case
     lr = rs.LabelRatings.from_items(items, LABELS)
     rows = lr.by_rater()
-    check_against_recompute(rs.pairwise_label_kappa_contributions(lr, mask),
-                            lambda i: recompute.macro_label_kappa(rows, LABELS, mask, i), len(items))
+    check_against_recompute(
+        rs.pairwise_label_kappa_contributions(lr, mask),
+        lambda i: recompute.macro_label_kappa(rows, LABELS, mask, i),
+        len(items),
+    )
 
 
 def test_macro_label_kappa_point_is_aha_rule() -> None:
@@ -316,8 +339,9 @@ def test_label_alpha_equals_recompute(case: tuple) -> None:
     items, mask = case
     lr = rs.LabelRatings.from_items(items, LABELS)
     rows = lr.by_rater()
-    check_against_recompute(rs.label_alpha_contributions(lr, mask),
-                            lambda i: recompute.label_alpha(rows, LABELS, mask, i), len(items))
+    check_against_recompute(
+        rs.label_alpha_contributions(lr, mask), lambda i: recompute.label_alpha(rows, LABELS, mask, i), len(items)
+    )
 
 
 def test_alpha_package_example() -> None:
@@ -341,7 +365,11 @@ def test_blocks_chunks_and_precision_paths_agree() -> None:
     codes = rng.integers(0, 3, (n, 3))
     ratings = rs.Ratings(people, codes, tuple(range(8)), ("a", "b", "c"))
     x = rng.random(n)
-    figs = {"k": rs.pairwise_kappa_contributions(ratings), "a": rs.alpha_contributions(ratings), "m": rs.mean_contributions(x)}
+    figs = {
+        "k": rs.pairwise_kappa_contributions(ratings),
+        "a": rs.alpha_contributions(ratings),
+        "m": rs.mean_contributions(x),
+    }
     base = rs.bootstrap_figures(figs, n=20, seed=2)
     other = rs.bootstrap_figures(figs, n=20, seed=2, block=3, chunk=257)
     for name in figs:
@@ -364,8 +392,14 @@ def test_large_input_equals_recompute_on_a_few_resamples() -> None:
     codes = np.where(rng.random((n, 2)) < 0.9, truth[:, None], 1 - truth[:, None])
     ratings = rs.Ratings(people, codes, tuple(range(10)), ("H", "N"))
     items = [dict(zip(p.tolist(), c.tolist())) for p, c in zip(people, codes)]
-    check_against_recompute(rs.pairwise_kappa_contributions(ratings), lambda i: recompute.pairwise_kappa(items, None, i),
-                            n, resamples=4, block=32, chunk=16384)
+    check_against_recompute(
+        rs.pairwise_kappa_contributions(ratings),
+        lambda i: recompute.pairwise_kappa(items, None, i),
+        n,
+        resamples=4,
+        block=32,
+        chunk=16384,
+    )
 
 
 def test_ratings_from_items_validation() -> None:

@@ -106,6 +106,7 @@ def test_pages_carry_a_strict_csp_and_no_inline_script(client_for, lead, project
 
 # ---------------------------------------------------------------- REST API
 
+
 def api_for(user):
     client = APIClient()
     token, _ = Token.objects.get_or_create(user=user)
@@ -128,9 +129,15 @@ def test_api_lists_only_member_projects(researcher, project, outsider, django_as
 
 
 def test_api_import_lead_only(lead, annotator_a, researcher, outsider, project, django_capture_on_commit_callbacks):
-    assert api_for(outsider).post("/api/projects/p1/imports/", {"file": zip_upload()}, format="multipart").status_code == 404
+    assert (
+        api_for(outsider).post("/api/projects/p1/imports/", {"file": zip_upload()}, format="multipart").status_code
+        == 404
+    )
     for user in (annotator_a, researcher):
-        assert api_for(user).post("/api/projects/p1/imports/", {"file": zip_upload()}, format="multipart").status_code == 403
+        assert (
+            api_for(user).post("/api/projects/p1/imports/", {"file": zip_upload()}, format="multipart").status_code
+            == 403
+        )
     with django_capture_on_commit_callbacks(execute=True):
         r = api_for(lead).post("/api/projects/p1/imports/", {"file": zip_upload(bad=False)}, format="multipart")
     assert r.status_code == 202 and r.json()["status"] == "pending"

@@ -1,5 +1,6 @@
 """projects.image_end finds where real images end (no false refusals) and what follows a
 polyglot; projects.imaging.pixel_hash in bands equals the hash of the whole image."""
+
 from __future__ import annotations
 
 import hashlib
@@ -30,10 +31,17 @@ def _encode(img: Image.Image, fmt: str, **options) -> bytes:
 
 
 CASES = [
-    ("JPEG", "RGB", {}), ("JPEG", "RGB", {"progressive": True}), ("JPEG", "L", {}),
-    ("JPEG", "RGB", {"restart_marker_blocks": 1}), ("JPEG", "RGB", {"exif": b"Exif\x00\x00" + b"\xff\xd9" * 8}),
-    ("PNG", "RGBA", {}), ("PNG", "P", {}), ("GIF", "P", {}), ("GIF", "P", {"comment": b"\x3b" * 40}),
-    ("WEBP", "RGB", {}), ("WEBP", "RGBA", {"lossless": True}),
+    ("JPEG", "RGB", {}),
+    ("JPEG", "RGB", {"progressive": True}),
+    ("JPEG", "L", {}),
+    ("JPEG", "RGB", {"restart_marker_blocks": 1}),
+    ("JPEG", "RGB", {"exif": b"Exif\x00\x00" + b"\xff\xd9" * 8}),
+    ("PNG", "RGBA", {}),
+    ("PNG", "P", {}),
+    ("GIF", "P", {}),
+    ("GIF", "P", {"comment": b"\x3b" * 40}),
+    ("WEBP", "RGB", {}),
+    ("WEBP", "RGBA", {"lossless": True}),
 ]
 
 

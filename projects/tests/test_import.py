@@ -34,7 +34,9 @@ def test_good_and_bad_rows_each_get_their_outcome(project, tmp_path, settings):
         "truncated.jpg": good[: len(good) // 2],
         "huge.png": png_bytes(3, size=(1200, 1000)),
         "big.bmp": b"BM" + b"\0" * 300_000,
-        "image.bmp": (lambda: (lambda b: (Image.new("RGB", (8, 8)).save(b, format="BMP"), b.getvalue())[1])(io.BytesIO()))(),
+        "image.bmp": (
+            lambda: (lambda b: (Image.new("RGB", (8, 8)).save(b, format="BMP"), b.getvalue())[1])(io.BytesIO())
+        )(),
     }
     rows = [
         {"image": "ok.jpg", "text": "good one", "source_id": "a"},
@@ -94,7 +96,10 @@ def test_reimport_creates_no_duplicates_and_exact_pixels_are_flagged(project, tm
 def test_csv_manifest_in_a_zip_with_subfolders(project, tmp_path):
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("export/manifest.csv", "image,text,source_id,language,redistributable\nimgs/1.jpg,hello,x1,en,no\nimgs/2.jpg,\"with, comma\",x2,ar,yes\n")
+        z.writestr(
+            "export/manifest.csv",
+            'image,text,source_id,language,redistributable\nimgs/1.jpg,hello,x1,en,no\nimgs/2.jpg,"with, comma",x2,ar,yes\n',
+        )
         z.writestr("export/imgs/1.jpg", image_bytes(1))
         z.writestr("export/imgs/2.jpg", image_bytes(2))
         z.writestr("../evil.jpg", image_bytes(3))
@@ -135,8 +140,11 @@ def test_zip_member_declaring_a_huge_size_is_not_read(project, tmp_path, setting
 
 
 def test_management_command_reports_rows(project, tmp_path, capsys):
-    src = source_write(tmp_path / "src", [{"image": "a.jpg", "text": "t", "source_id": "1"}, {"image": "nope.jpg", "text": "t"}],
-                       {"a.jpg": image_bytes(1)})
+    src = source_write(
+        tmp_path / "src",
+        [{"image": "a.jpg", "text": "t", "source_id": "1"}, {"image": "nope.jpg", "text": "t"}],
+        {"a.jpg": image_bytes(1)},
+    )
     call_command("import_items", project.slug, str(src))
     out = capsys.readouterr().out
     assert "2 rows: imported 1" in out and "row 2: missing file nope.jpg" in out

@@ -17,7 +17,13 @@ HARMFUL = {
     "text_mention": "people from Planet Zorg",
     "visual_region": [[10, 20, 300, 400]],
 }
-NON_HARMFUL = {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None, "visual_region": []}
+NON_HARMFUL = {
+    "label": "non-harmful",
+    "target_category": None,
+    "target_entity": None,
+    "text_mention": None,
+    "visual_region": [],
+}
 
 
 def test_all_presets_are_valid_schemas():
@@ -52,7 +58,13 @@ def test_clear_hidden_applies_absence_values():
 
 @pytest.mark.parametrize(
     "mention,ok",
-    [("people from Planet Zorg", True), ("People from Planet Zorg", False), ("Zorg ", True), ("Martians", False), ("   ", False)],
+    [
+        ("people from Planet Zorg", True),
+        ("People from Planet Zorg", False),
+        ("Zorg ", True),
+        ("Martians", False),
+        ("   ", False),
+    ],
 )
 def test_mention_must_be_exact_substring(mention, ok):
     r = M3.validate({**HARMFUL, "text_mention": mention}, item_text=TEXT)
@@ -90,7 +102,12 @@ def test_unknown_fields_and_bad_choices_are_reported():
 
 
 def test_aha_other_is_exclusive_and_conditions_follow_the_binary_label():
-    hateful = {"is_hateful": "Hateful", "hateful_type": ["Mocking"], "targeted_categories": ["religion"], "non_hateful_type": []}
+    hateful = {
+        "is_hateful": "Hateful",
+        "hateful_type": ["Mocking"],
+        "targeted_categories": ["religion"],
+        "non_hateful_type": [],
+    }
     assert AHA.validate(hateful).ok
     r = AHA.validate({**hateful, "hateful_type": ["Other", "Mocking"]})
     assert "cannot be combined" in r.errors["hateful_type"]
@@ -101,7 +118,10 @@ def test_aha_other_is_exclusive_and_conditions_follow_the_binary_label():
     r = AHA.validate({"is_hateful": "Not-Hateful", "non_hateful_type": []})
     assert r.errors == {"non_hateful_type": "is required"}
     # Stored in schema order: equal sets compare equal.
-    assert AHA.validate({**hateful, "hateful_type": ["Slurs", "Mocking"]}).values["hateful_type"] == ["Mocking", "Slurs"]
+    assert AHA.validate({**hateful, "hateful_type": ["Slurs", "Mocking"]}).values["hateful_type"] == [
+        "Mocking",
+        "Slurs",
+    ]
 
 
 def test_candidate_normalization_removes_bad_fields_only():
@@ -127,7 +147,9 @@ def test_candidate_normalization_removes_bad_fields_only():
 
 
 def test_candidate_with_no_valid_box_loses_only_that_field_and_missing_fields_are_recorded():
-    fields, removed = M3.normalize_candidate({"label": "harmful", "visual_region": [[0.1, 0.1, 0.2, 0.2]]}, item_text=TEXT)
+    fields, removed = M3.normalize_candidate(
+        {"label": "harmful", "visual_region": [[0.1, 0.1, 0.2, 0.2]]}, item_text=TEXT
+    )
     assert fields == {"label": "harmful"}
     assert {r["field"] for r in removed} == {"target_category", "target_entity", "text_mention", "visual_region"}
 
@@ -177,10 +199,17 @@ def test_entity_same_canonical_form_is_minor_and_merged_by_rule():
 
     spec = M3.by_name["target_entity"]
     lex = {"woman": "women"}
-    assert M3.compare({**HARMFUL, "target_entity": "women"}, {**HARMFUL, "target_entity": "Woman"}, lexicon=lex)["target_entity"] == MINOR
+    assert (
+        M3.compare({**HARMFUL, "target_entity": "women"}, {**HARMFUL, "target_entity": "Woman"}, lexicon=lex)[
+            "target_entity"
+        ]
+        == MINOR
+    )
     merged = REGISTRY["entity"].auto_merge(spec, ["women", "Woman"], rules={"entity_canonical"}, lexicon=lex)
     assert merged == ("women", "entity_canonical")
-    assert REGISTRY["entity"].auto_merge(spec, ["women", "Black women"], rules={"entity_canonical"}, lexicon=lex) is None
+    assert (
+        REGISTRY["entity"].auto_merge(spec, ["women", "Black women"], rules={"entity_canonical"}, lexicon=lex) is None
+    )
     assert REGISTRY["entity"].auto_merge(spec, ["women", "Woman"], rules=set(), lexicon=lex) is None
 
 

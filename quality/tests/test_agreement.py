@@ -1,6 +1,7 @@
 """quality.agreement and quality.sampling without a database: every figure equals what metrics/
 computes on the same values, every CI equals the percentile of the straightforward recompute on
 the same resample indices, and the stratified sample is proportional, covering and seeded."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,7 +57,11 @@ def test_plans_follow_the_field_types_not_the_preset():
         "visual_region": ("enclosing_iou", "continuous", True),
     }
     assert [p.name for p in agreement.target_plans(agreement.field_plans(MEME3W))] == [
-        "target_category", "target_entity", "text_mention", "visual_region"]
+        "target_category",
+        "target_entity",
+        "text_mention",
+        "visual_region",
+    ]
     assert {p.kind for p in agreement.field_plans(AHA)} == {"categorical", "multilabel"}
 
 
@@ -85,8 +90,12 @@ def test_continuous_fields_use_the_metric_of_their_type():
     assert fig(results, "target_entity", "mean")["ci"] == recompute_ci(4, lambda idx: float(scores[idx].mean()))
     assert fig(results, "target_entity", "share_0.7")["value"] == round(np.mean(scores >= 0.7), 6)
 
-    boxes = [([[0, 0, 100, 100]], [[0, 0, 100, 90]]), ([[0, 0, 100, 100]], [[0, 0, 60, 100]]),
-             ([[5, 5, 50, 50]], [[5, 5, 50, 50]]), ([[0, 0, 10, 10]], [])]
+    boxes = [
+        ([[0, 0, 100, 100]], [[0, 0, 100, 90]]),
+        ([[0, 0, 100, 100]], [[0, 0, 60, 100]]),
+        ([[5, 5, 50, 50]], [[5, 5, 50, 50]]),
+        ([[0, 0, 10, 10]], []),
+    ]
     results = agreement.agreement_figures(MEME3W, units_of("visual_region", boxes, extra=HARMFUL), lexicon=None)
     ious = [enclosing_iou(x, y) for x, y in boxes]
     r = next(r for r in results if r.plan.name == "visual_region")
@@ -131,11 +140,17 @@ def test_three_annotators_pair_by_person_not_by_submission_order():
 
 def test_multilabel_is_macro_kappa_over_labels_and_person_pairs():
     p = next(x for x in agreement.field_plans(AHA) if x.name == "hateful_type")
-    rows = [[["Mocking"], ["Mocking"], ["Mocking", "Slurs"]], [["Slurs"], ["Slurs"], ["Slurs"]],
-            [["Mocking"], ["Contempt"], ["Mocking"]], [["Contempt"], ["Contempt"], ["Mocking"]]]
+    rows = [
+        [["Mocking"], ["Mocking"], ["Mocking", "Slurs"]],
+        [["Slurs"], ["Slurs"], ["Slurs"]],
+        [["Mocking"], ["Contempt"], ["Mocking"]],
+        [["Contempt"], ["Contempt"], ["Mocking"]],
+    ]
     people = [(1, 2, 3), (2, 3, 1), (3, 1, 2), (1, 2, 3)]
-    units = [Unit(i, tuple({"is_hateful": "Hateful", "hateful_type": v} for v in row), people[i])
-             for i, row in enumerate(rows)]
+    units = [
+        Unit(i, tuple({"is_hateful": "Hateful", "hateful_type": v} for v in row), people[i])
+        for i, row in enumerate(rows)
+    ]
     results = agreement.agreement_figures(AHA, units, lexicon=None)
     by_person = {q: [None] * 4 for q in (1, 2, 3)}
     for i, row in enumerate(rows):
@@ -144,16 +159,34 @@ def test_multilabel_is_macro_kappa_over_labels_and_person_pairs():
     r = next(r for r in results if r.plan.name == "hateful_type")
     assert r.primary["value"] == round(macro_pairwise_kappa([by_person[q] for q in (1, 2, 3)], p.choices), 6)
     assert r.extra["per_label_kappa"]["Mocking"] == round(
-        macro_pairwise_kappa([by_person[q] for q in (1, 2, 3)], ["Mocking"]), 6)
+        macro_pairwise_kappa([by_person[q] for q in (1, 2, 3)], ["Mocking"]), 6
+    )
     assert fig(results, "hateful_type", "alpha")["value"] is not None
 
 
 def test_scope_decides_which_items_target_fields_use():
-    harmful = {"label": "harmful", "target_category": "gender", "target_entity": "x", "text_mention": None, "visual_region": []}
-    other = {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None, "visual_region": []}
+    harmful = {
+        "label": "harmful",
+        "target_category": "gender",
+        "target_entity": "x",
+        "text_mention": None,
+        "visual_region": [],
+    }
+    other = {
+        "label": "non-harmful",
+        "target_category": None,
+        "target_entity": None,
+        "text_mention": None,
+        "visual_region": [],
+    }
     units = [Unit(1, (harmful, harmful), (1, 2)), Unit(2, (harmful, other), (1, 2)), Unit(3, (other, other), (1, 2))]
-    n = {scope: {r.plan.name: len(r.item_ids) for r in agreement.agreement_figures(MEME3W, units, lexicon=None, scope=scope, with_ci=False)}
-         for scope in ("both", "either", "all")}
+    n = {
+        scope: {
+            r.plan.name: len(r.item_ids)
+            for r in agreement.agreement_figures(MEME3W, units, lexicon=None, scope=scope, with_ci=False)
+        }
+        for scope in ("both", "either", "all")
+    }
     assert n["both"] == {"label": 3, "target_category": 1, "target_entity": 1, "text_mention": 1, "visual_region": 1}
     assert n["either"]["target_entity"] == 2 and n["all"]["target_entity"] == 3 and n["either"]["label"] == 3
 
@@ -161,11 +194,21 @@ def test_scope_decides_which_items_target_fields_use():
 def test_reference_scoring_skips_items_where_neither_record_has_the_field():
     """Issue 19.3: non-harmful gold and blind records agreeing on "no target" are not scored on
     the target fields (that inflated Table 9); the label is scored on every item."""
-    harmful = {"label": "harmful", "target_category": "gender", "target_entity": "Zorg women", "text_mention": None,
-               "visual_region": []}
+    harmful = {
+        "label": "harmful",
+        "target_category": "gender",
+        "target_entity": "Zorg women",
+        "text_mention": None,
+        "visual_region": [],
+    }
     wrong = {**harmful, "target_category": "religion and caste", "target_entity": "Zorgs"}
-    none = {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None,
-            "visual_region": []}
+    none = {
+        "label": "non-harmful",
+        "target_category": None,
+        "target_entity": None,
+        "text_mention": None,
+        "visual_region": [],
+    }
     pairs = [(harmful, harmful), (harmful, wrong), (none, none), (none, none), (none, harmful)]
     results = agreement.reference_scores(MEME3W, pairs, [1, 2, 3, 4, 5], lexicon=None)
     t9 = {row["field"]: row for row in agreement.table9(results)["rows"]}
@@ -175,8 +218,13 @@ def test_reference_scoring_skips_items_where_neither_record_has_the_field():
 
 
 def test_table9_mean_is_unweighted_over_target_fields():
-    gold = {"label": "harmful", "target_category": "gender", "target_entity": "Zorg women", "text_mention": "Zorg",
-            "visual_region": [[0, 0, 100, 100]]}
+    gold = {
+        "label": "harmful",
+        "target_category": "gender",
+        "target_entity": "Zorg women",
+        "text_mention": "Zorg",
+        "visual_region": [[0, 0, 100, 100]],
+    }
     blind = {**gold, "target_entity": "women of Zorg", "text_mention": "Planet Zorg"}
     other = {**gold, "target_category": "religion and caste"}
     results = agreement.reference_scores(MEME3W, [(gold, blind), (other, other)], [1, 2], lexicon=None)
@@ -196,6 +244,7 @@ def test_empty_input_gives_undefined_figures_not_errors():
 
 
 # ---------------------------------------------------------------------------- sampling
+
 
 def test_allocation_is_proportional_with_one_per_stratum():
     sizes = {"a": 500, "b": 300, "c": 150, "d": 40, "e": 7, "f": 3, "empty": 0}

@@ -1,5 +1,6 @@
 """Anchoring analytics: takes and edits per hidden model from the stored provenance, by field
 and by annotator, and each model's own scores against gold."""
+
 from __future__ import annotations
 
 from annotation.factories import PROVIDER_NAMES, candidates_create
@@ -11,8 +12,8 @@ from quality.tests.conftest import ZORG, rec
 
 REPLIES = [
     rec(cat="group background", entity=ZORG, mention=ZORG, region=[[100, 100, 400, 400]]),  # Alpha
-    rec(cat="gender", entity="Zorgians", mention="Zorg", region=[]),                         # Beta
-    rec("non-harmful"),                                                                       # Gamma
+    rec(cat="gender", entity="Zorgians", mention="Zorg", region=[]),  # Beta
+    rec("non-harmful"),  # Gamma
 ]
 
 
@@ -36,8 +37,13 @@ def test_takes_and_edits_per_model_field_and_annotator(project, six_items, annot
         alpha = letter_of(item, annotator_a, PROVIDER_NAMES[0])
         beta = letter_of(item, annotator_a, PROVIDER_NAMES[1])
         # label, category, mention, region unchanged from Alpha; entity from Beta, then edited.
-        return {"label": {"letter": alpha}, "target_category": {"letter": alpha}, "text_mention": {"letter": alpha},
-                "visual_region": {"letter": alpha}, "target_entity": {"letter": beta}}
+        return {
+            "label": {"letter": alpha},
+            "target_category": {"letter": alpha},
+            "text_mention": {"letter": alpha},
+            "visual_region": {"letter": alpha},
+            "target_entity": {"letter": beta},
+        }
 
     annotate_items(project, items, [annotator_a, annotator_b], lambda item, k: final, provenance)
     report = anchoring_report(project=project)
@@ -45,10 +51,23 @@ def test_takes_and_edits_per_model_field_and_annotator(project, six_items, annot
     alpha = {f["field"]: f for f in models[PROVIDER_NAMES[0]]["fields"]}
     beta = {f["field"]: f for f in models[PROVIDER_NAMES[1]]["fields"]}
     # 2 items x 2 annotators = 4 submitted annotations saw each model's candidate for each field.
-    assert alpha["label"] == {"field": "label", "offered": 4, "taken": 2, "edited": 0, "take_rate": 0.5, "edit_rate": 0.0}
+    assert alpha["label"] == {
+        "field": "label",
+        "offered": 4,
+        "taken": 2,
+        "edited": 0,
+        "take_rate": 0.5,
+        "edit_rate": 0.0,
+    }
     assert alpha["target_entity"]["taken"] == 0
-    assert beta["target_entity"] == {"field": "target_entity", "offered": 4, "taken": 2, "edited": 2,
-                                     "take_rate": 0.5, "edit_rate": 1.0}
+    assert beta["target_entity"] == {
+        "field": "target_entity",
+        "offered": 4,
+        "taken": 2,
+        "edited": 2,
+        "take_rate": 0.5,
+        "edit_rate": 1.0,
+    }
     assert models[PROVIDER_NAMES[2]]["total"]["taken"] == 0
     total = models[PROVIDER_NAMES[0]]["total"]
     ci = total.pop("take_rate_ci")

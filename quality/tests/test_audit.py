@@ -1,5 +1,6 @@
 """Candidate-blind audit: stratified, reproducible sampling; assignment to auditors who did not
 annotate the item; the Table 9 report hand-checked on a tiny case; models re-scored."""
+
 from __future__ import annotations
 
 import pytest
@@ -51,8 +52,12 @@ def test_table9_hand_checked_on_three_items(project, gold3, lead, auditor):
     # kappa = (2/3 - 1/3) / (1 - 1/3) = 0.5. Entity: (1 + 0.8 + 1)/3 ("Zorg women" vs "women of Zorg":
     # 2*2/(2+3)). Mention: (1 + 2/3 + 1)/3 ("Zorg" vs "Planet Zorg": 2*1/(1+2); None/None = 1).
     # Region: IoU 1, absent/absent 1, 500x400 in 500x500 = 0.8 -> all >= 0.75.
-    assert values == {"target_category": 0.5, "target_entity": round(2.8 / 3, 6),
-                      "text_mention": round((2 + 2 / 3) / 3, 6), "visual_region": 1.0}
+    assert values == {
+        "target_category": 0.5,
+        "target_entity": round(2.8 / 3, 6),
+        "text_mention": round((2 + 2 / 3) / 3, 6),
+        "visual_region": 1.0,
+    }
     assert report["table9"]["mean"] == round((0.5 + 2.8 / 3 + (2 + 2 / 3) / 3 + 1.0) / 4, 6) == 0.830556
     assert all(r["n"] == 3 for r in report["table9"]["rows"])
     assert report["progress"]["compared"] == 3
@@ -76,8 +81,9 @@ def test_models_are_rescored_against_blind_and_gold(project, gold3, lead, audito
     assert gold_faithful["coverage"] == 3 and gold_faithful["model"] == "gpt-4o-hidden-model"
 
 
-def test_sample_is_stratified_reproducible_and_avoids_the_items_annotators(project, lead, auditor, make_user,
-                                                                           tmp_path, annotator_a, annotator_b):
+def test_sample_is_stratified_reproducible_and_avoids_the_items_annotators(
+    project, lead, auditor, make_user, tmp_path, annotator_a, annotator_b
+):
     from projects.factories import items_create
     from projects.services import membership_add
 
@@ -143,7 +149,9 @@ def test_no_gold_yet(project, lead, auditor, annotated):
 def test_only_untargeted_gold(project, lead, auditor, tmp_path, annotator_a, annotator_b):
     from projects.factories import items_create
 
-    annotate_items(project, items_create(project, tmp_path / "nh", 2), [annotator_a, annotator_b], lambda i, k: rec("non-harmful"))
+    annotate_items(
+        project, items_create(project, tmp_path / "nh", 2), [annotator_a, annotator_b], lambda i, k: rec("non-harmful")
+    )
     with pytest.raises(Invalid, match="No gold item has a target"):
         audit_create(project=project, created_by=lead, size=1)
     audit = audit_create(project=project, created_by=lead, size=1, include_untargeted=True)

@@ -1,6 +1,7 @@
 """The quality pages driven in Debian's Chromium: a lead reads the agreement figures (equal to
 what metrics/ computes on the same annotations), creates a blind audit with the mouse, and the
 auditor's page carries no candidate. QUALITY_SCREENSHOT=/path.png saves the dashboard."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def expected_headline(project) -> dict[str, tuple[float, str]]:
     """The four Stage 2 figures computed here, straight from the stored annotations with metrics/."""
     by_item = defaultdict(list)
-    for item_id, values in (Annotation.objects.filter(item__project=project, kind="annotation", status="submitted")
-                            .order_by("item_id", "first_submitted_at", "id").values_list("item_id", "values")):
+    for item_id, values in (
+        Annotation.objects.filter(item__project=project, kind="annotation", status="submitted")
+        .order_by("item_id", "first_submitted_at", "id")
+        .values_list("item_id", "values")
+    ):
         by_item[item_id].append(values)
     units = [v[:2] for _, v in sorted(by_item.items()) if len(v) >= 2]
     both = [i for i, v in enumerate(units) if v[0]["label"] == v[1]["label"] == "harmful"]
@@ -46,15 +50,32 @@ def expected_headline(project) -> dict[str, tuple[float, str]]:
     lo, hi = percentile_interval(np.array(values), 0.95)
     return {
         "target_category": (cohen_kappa(a, b), f"95% CI [{lo:.3f}, {hi:.3f}]"),
-        "target_entity": (np.mean([f1_rel(p[0]["target_entity"], p[1]["target_entity"], lexicon) for p in pairs]), None),
+        "target_entity": (
+            np.mean([f1_rel(p[0]["target_entity"], p[1]["target_entity"], lexicon) for p in pairs]),
+            None,
+        ),
         "text_mention": (np.mean([token_f1(p[0]["text_mention"], p[1]["text_mention"]) for p in pairs]), None),
-        "visual_region": (np.mean([enclosing_iou(p[0]["visual_region"], p[1]["visual_region"]) >= 0.75 for p in pairs]), None),
+        "visual_region": (
+            np.mean([enclosing_iou(p[0]["visual_region"], p[1]["visual_region"]) >= 0.75 for p in pairs]),
+            None,
+        ),
     }
 
 
 def test_lead_reads_the_figures_audits_and_the_auditor_sees_no_candidate(
-        page, browser_login, live_server, chromium_browser, project, lead, annotator_a, annotator_b, annotator_c,
-        reviewer, auditor, tmp_path):
+    page,
+    browser_login,
+    live_server,
+    chromium_browser,
+    project,
+    lead,
+    annotator_a,
+    annotator_b,
+    annotator_c,
+    reviewer,
+    auditor,
+    tmp_path,
+):
     from projects.factories import items_create
     from projects.services import membership_add
     from quality.demo import demo_simulate
@@ -114,8 +135,10 @@ def test_lead_reads_the_figures_audits_and_the_auditor_sees_no_candidate(
     assigned = Annotation.objects.filter(annotator=auditor, kind="audit").select_related("item").first()
     from candidates.selectors import candidates_for_annotator
 
-    assert any(c.fields.get("target_entity") == SECRET_ENTITY
-               for c in candidates_for_annotator(item=assigned.item, user=annotator_a))
+    assert any(
+        c.fields.get("target_entity") == SECRET_ENTITY
+        for c in candidates_for_annotator(item=assigned.item, user=annotator_a)
+    )
     other = chromium_browser.new_context().new_page()
     browser_login(auditor, pg=other)
     other.goto(f"{live_server.url}/p/{project.slug}/audit/")

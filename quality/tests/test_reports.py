@@ -1,5 +1,6 @@
 """Agreement reports from annotations made through the services: figures and CIs equal what
 metrics/ computes on the same values; filters, caching, recompute jobs, exports."""
+
 from __future__ import annotations
 
 import json
@@ -48,7 +49,9 @@ def test_figures_and_cis_equal_metrics_on_the_same_annotations(project, annotate
     b = [p[1]["label"] for p in PAIRS]
     assert figs[("label", "kappa")]["value"] == round(cohen_kappa(a, b), 6)
     everything = list(range(len(PAIRS)))
-    assert figs[("label", "kappa")]["ci"] == recomputed(everything, lambda d: cohen_kappa([a[i] for i in d], [b[i] for i in d]))
+    assert figs[("label", "kappa")]["ci"] == recomputed(
+        everything, lambda d: cohen_kappa([a[i] for i in d], [b[i] for i in d])
+    )
     assert figs[("label", "kappa")]["n"] == 6
 
     pairs = [PAIRS[i] for i in BOTH_HARMFUL]
@@ -57,29 +60,41 @@ def test_figures_and_cis_equal_metrics_on_the_same_annotations(project, annotate
     cat_a = {i: PAIRS[i][0]["target_category"] for i in BOTH_HARMFUL}
     cat_b = {i: PAIRS[i][1]["target_category"] for i in BOTH_HARMFUL}
     assert figs[("target_category", "kappa")]["ci"] == recomputed(
-        BOTH_HARMFUL, lambda d: cohen_kappa([cat_a[i] for i in d], [cat_b[i] for i in d]))
+        BOTH_HARMFUL, lambda d: cohen_kappa([cat_a[i] for i in d], [cat_b[i] for i in d])
+    )
     assert figs[("target_category", "kappa")]["n"] == len(BOTH_HARMFUL) == 4
 
     _, lexicon = lexicon_current(project=project)
     ent = [f1_rel(p[0]["target_entity"], p[1]["target_entity"], lexicon) for p in pairs]
     assert figs[("target_entity", "mean")]["value"] == round(np.mean(ent), 6)
     ent_of = dict(zip(BOTH_HARMFUL, ent))
-    assert figs[("target_entity", "mean")]["ci"] == recomputed(BOTH_HARMFUL, lambda d: float(np.mean([ent_of[i] for i in d])))
+    assert figs[("target_entity", "mean")]["ci"] == recomputed(
+        BOTH_HARMFUL, lambda d: float(np.mean([ent_of[i] for i in d]))
+    )
     assert figs[("target_entity", "share_0.7")]["value"] == round(np.mean([e >= 0.7 for e in ent]), 6)
 
     men = [token_f1(p[0]["text_mention"], p[1]["text_mention"]) for p in pairs]
     assert figs[("text_mention", "mean")]["value"] == round(np.mean(men), 6)
     men_of = dict(zip(BOTH_HARMFUL, men))
-    assert figs[("text_mention", "mean")]["ci"] == recomputed(BOTH_HARMFUL, lambda d: float(np.mean([men_of[i] for i in d])))
+    assert figs[("text_mention", "mean")]["ci"] == recomputed(
+        BOTH_HARMFUL, lambda d: float(np.mean([men_of[i] for i in d]))
+    )
 
     ious = [enclosing_iou(p[0]["visual_region"], p[1]["visual_region"]) for p in pairs]
     hit = [float(i >= 0.75) for i in ious]
     assert figs[("visual_region", "share_0.75")]["value"] == round(np.mean(hit), 6) == 0.75
     hit_of = dict(zip(BOTH_HARMFUL, hit))
-    assert figs[("visual_region", "share_0.75")]["ci"] == recomputed(BOTH_HARMFUL, lambda d: float(np.mean([hit_of[i] for i in d])))
+    assert figs[("visual_region", "share_0.75")]["ci"] == recomputed(
+        BOTH_HARMFUL, lambda d: float(np.mean([hit_of[i] for i in d]))
+    )
     assert figs[("visual_region", "share_0.75")]["resamples"] == 1000 == report["method"]["resamples"]
     assert figs[("visual_region", "mean")]["value"] == round(np.mean(ious), 6)
-    assert [h["field"] for h in report["headline"]] == ["target_category", "target_entity", "text_mention", "visual_region"]
+    assert [h["field"] for h in report["headline"]] == [
+        "target_category",
+        "target_entity",
+        "text_mention",
+        "visual_region",
+    ]
 
 
 def test_export_is_byte_identical_and_free_of_names_and_times(project, annotated, annotator_a):
@@ -104,8 +119,9 @@ def test_filters_narrow_the_items(project, annotated, tmp_path, annotator_a, ann
     assert len(reports.report_units(project=project, filters={"source_dataset": "other"})) == 2
     assert len(reports.report_units(project=project, filters={"language": "de"})) == 2
     # category: at least one annotator chose it (items 1 and the two new ones)
-    assert [u.item_id for u in reports.report_units(project=project, filters={"category": "target_category=gender"})] == [
-        annotated[1].pk, *[i.pk for i in extra]]
+    assert [
+        u.item_id for u in reports.report_units(project=project, filters={"category": "target_category=gender"})
+    ] == [annotated[1].pk, *[i.pk for i in extra]]
     from django.utils import timezone
 
     today = timezone.localdate().isoformat()
@@ -113,9 +129,9 @@ def test_filters_narrow_the_items(project, annotated, tmp_path, annotator_a, ann
     assert reports.report_units(project=project, filters={"date_to": "2000-01-01"}) == []
 
 
-def test_cache_is_keyed_by_data_and_a_new_submission_makes_it_stale(project, annotated, lead, settings,
-                                                                   django_assert_max_num_queries, tmp_path,
-                                                                   annotator_a, annotator_b):
+def test_cache_is_keyed_by_data_and_a_new_submission_makes_it_stale(
+    project, annotated, lead, settings, django_assert_max_num_queries, tmp_path, annotator_a, annotator_b
+):
     filters = dict(reports.DEFAULT_FILTERS)
     first = agreement_report_current(project=project, filters=filters, user=lead)
     assert first["row"].status == "done" and not first["stale"]
@@ -127,8 +143,9 @@ def test_cache_is_keyed_by_data_and_a_new_submission_makes_it_stale(project, ann
     from quality.factories import annotate_items
     from quality.tests.conftest import rec
 
-    annotate_items(project, items_create(project, tmp_path / "y", 1, start=70), [annotator_a, annotator_b],
-                   lambda item, k: rec())
+    annotate_items(
+        project, items_create(project, tmp_path / "y", 1, start=70), [annotator_a, annotator_b], lambda item, k: rec()
+    )
     settings.QUALITY_SYNC_MAX_ANNOTATIONS = 0  # "large project": no computation in the request
     stale = agreement_report_current(project=project, filters=filters, user=lead)
     assert stale["stale"] and stale["result"]["agreement"]["n_items"] == 6 and stale["job"] is None
@@ -166,9 +183,12 @@ def test_task_is_idempotent(project, annotated, lead):
     from quality.services import agreement_report_compute
     from quality.tasks import agreement_report_task
 
-    row = AgreementReport.objects.create(project=project, filters=reports.DEFAULT_FILTERS,
-                                         filter_key=reports.filter_key(reports.DEFAULT_FILTERS),
-                                         fingerprint=reports.data_fingerprint(project=project))
+    row = AgreementReport.objects.create(
+        project=project,
+        filters=reports.DEFAULT_FILTERS,
+        filter_key=reports.filter_key(reports.DEFAULT_FILTERS),
+        fingerprint=reports.data_fingerprint(project=project),
+    )
     assert agreement_report_task.delay(row.pk).get() == "done"
     row.refresh_from_db()
     finished = row.finished_at
@@ -203,12 +223,27 @@ def test_three_annotator_project_reports_pairs_and_alpha(preset, make_user, tmp_
     users = [make_user(f"aha{i}") for i in range(3)]
     project = project_with_members("aha1", preset=preset, annotator=users)
     items = items_create(project, tmp_path / "aha", 4)
-    hateful = {"is_hateful": "Hateful", "hateful_type": ["Mocking"], "targeted_categories": ["religion"], "non_hateful_type": []}
+    hateful = {
+        "is_hateful": "Hateful",
+        "hateful_type": ["Mocking"],
+        "targeted_categories": ["religion"],
+        "non_hateful_type": [],
+    }
     values = [
         [hateful, hateful, {**hateful, "hateful_type": ["Mocking", "Slurs"]}],
         [hateful, {**hateful, "targeted_categories": ["race"]}, hateful],
-        [{"is_hateful": "Not-Hateful", "hateful_type": [], "targeted_categories": [], "non_hateful_type": ["Humor"]}] * 3,
-        [hateful, {"is_hateful": "Not-Hateful", "hateful_type": [], "targeted_categories": [], "non_hateful_type": ["Sarcasm"]}, hateful],
+        [{"is_hateful": "Not-Hateful", "hateful_type": [], "targeted_categories": [], "non_hateful_type": ["Humor"]}]
+        * 3,
+        [
+            hateful,
+            {
+                "is_hateful": "Not-Hateful",
+                "hateful_type": [],
+                "targeted_categories": [],
+                "non_hateful_type": ["Sarcasm"],
+            },
+            hateful,
+        ],
     ]
     index = {it.pk: i for i, it in enumerate(items)}
     annotate_items(project, items, users, lambda item, k: values[index[item.pk]][k])

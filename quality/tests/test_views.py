@@ -1,5 +1,6 @@
 """Pages and REST endpoints: who may see what (404 outsider, 403 wrong role), what they show,
 bad input answered with a message, downloads, htmx recompute, query counts."""
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,9 @@ def endpoints(ids):
     ]
 
 
-def test_every_endpoint_refuses_outsiders_and_wrong_roles(setup, client, client_for, lead, researcher, annotator_a,
-                                                         reviewer, auditor, outsider):
+def test_every_endpoint_refuses_outsiders_and_wrong_roles(
+    setup, client, client_for, lead, researcher, annotator_a, reviewer, auditor, outsider
+):
     for method, url, who in endpoints(setup):
         client.logout()
         client_for(outsider)
@@ -76,8 +78,9 @@ def test_ids_of_another_project_are_not_reachable(setup, client_for, outsider):
     assert c.get(f"/api/projects/other/quality/audits/{setup['audit']}/").status_code == 404
 
 
-def test_dashboard_shows_the_headline_figures_and_charts(project, gold_project, client_for, lead,
-                                                          django_assert_max_num_queries):
+def test_dashboard_shows_the_headline_figures_and_charts(
+    project, gold_project, client_for, lead, django_assert_max_num_queries
+):
     c = client_for(lead)
     c.get(f"/p/{project.slug}/quality/")  # fills the cache
     with django_assert_max_num_queries(30):
@@ -92,8 +95,9 @@ def test_dashboard_shows_the_headline_figures_and_charts(project, gold_project, 
     assert f"/p/{project.slug}/items/" in page  # worst items link to the item history page
 
 
-def test_lists_keep_a_constant_number_of_queries(project, gold_project, client_for, lead, auditor,
-                                                 django_assert_num_queries):
+def test_lists_keep_a_constant_number_of_queries(
+    project, gold_project, client_for, lead, auditor, django_assert_num_queries
+):
     c = client_for(lead)
     audit_create(project=project, created_by=lead, size=5, seed=1)
     c.get(f"/p/{project.slug}/quality/audits/")
@@ -107,8 +111,10 @@ def test_lists_keep_a_constant_number_of_queries(project, gold_project, client_f
 
 def test_bad_filters_get_a_message_not_a_crash(project, annotated, client_for, lead):
     c = client_for(lead)
-    page = c.get(f"/p/{project.slug}/quality/agreement/", {"source_dataset": "nope", "date_from": "2024-13-40",
-                                                           "scope": "weird", "category": "label=maybe"})
+    page = c.get(
+        f"/p/{project.slug}/quality/agreement/",
+        {"source_dataset": "nope", "date_from": "2024-13-40", "scope": "weird", "category": "label=maybe"},
+    )
     assert page.status_code == 200
     text = page.content.decode()
     assert 'id="filter-errors"' in text and "Enter a valid date" in text and "nope is not one of" in text
@@ -134,7 +140,9 @@ def test_filtered_report_and_downloads(project, annotated, client_for, researche
     assert api.json()["fields"][1]["figures"][0]["key"] == "kappa"
 
 
-def test_large_projects_wait_for_the_job(project, annotated, client_for, lead, settings, django_capture_on_commit_callbacks):
+def test_large_projects_wait_for_the_job(
+    project, annotated, client_for, lead, settings, django_capture_on_commit_callbacks
+):
     settings.QUALITY_SYNC_MAX_ANNOTATIONS = 0
     c = client_for(lead)
     page = c.get(f"/p/{project.slug}/quality/agreement/").content.decode()
@@ -178,16 +186,22 @@ def test_audit_pages(project, gold_project, client_for, lead, researcher, audito
     audit_id = int(r["Location"].rstrip("/").rsplit("/", 1)[1])
     page = c.get(r["Location"]).content.decode()
     assert 'id="table9-empty"' in page and "auditor" in page  # per-auditor progress for the lead
-    api = c.post(f"/api/projects/{project.slug}/quality/audits/create/", {"size": 1000}, content_type="application/json")
+    api = c.post(
+        f"/api/projects/{project.slug}/quality/audits/create/", {"size": 1000}, content_type="application/json"
+    )
     assert api.status_code == 400 and "at most" in api.json()["detail"]
-    api = c.post(f"/api/projects/{project.slug}/quality/audits/create/", {"size": 5, "seed": 4}, content_type="application/json")
+    api = c.post(
+        f"/api/projects/{project.slug}/quality/audits/create/", {"size": 5, "seed": 4}, content_type="application/json"
+    )
     assert api.status_code == 201 and api.json()["n_items"] == 5 and api.json()["seed"] == 4
     c.logout()
     rc = client_for(researcher)
     page = rc.get(f"/p/{project.slug}/quality/audits/{audit_id}/").content.decode()
     assert "Blind vs gold" in page and "<th>Auditor</th>" not in page  # researchers do not see who audited
     assert 'id="audit-create"' not in rc.get(f"/p/{project.slug}/quality/audits/").content.decode()
-    assert rc.get(f"/p/{project.slug}/quality/audits/{audit_id}.csv").content.decode().startswith("section,field,figure")
+    assert (
+        rc.get(f"/p/{project.slug}/quality/audits/{audit_id}.csv").content.decode().startswith("section,field,figure")
+    )
 
 
 def test_audit_form_explains_missing_auditors(project, gold_project, client_for, lead):

@@ -1,4 +1,5 @@
 """Fixtures of the security tests: the own project and a foreign one, built through the services."""
+
 from __future__ import annotations
 
 import pytest

@@ -10,6 +10,7 @@ Prints one JSON object: the job's outcome, the items created, and the process's 
 set size (VmHWM) before and after the import, so a bomb that inflates in memory shows up even
 when the job "succeeds".
 """
+
 from __future__ import annotations
 
 import json
@@ -43,11 +44,10 @@ def main(upload: str) -> dict:
     django.setup()
     from django.conf import settings
 
+    from projects.imports import import_job_create
     from projects.models import ImportJob, Item
     from projects.services import project_create
     from projects.tasks import import_job_task
-
-    from projects.imports import import_job_create
 
     project = project_create(name="Hostile", slug="hostile", preset="meme3w")
     job = import_job_create(project=project, user=None, source_name=Path(upload).name, upload_path=upload)
@@ -60,12 +60,17 @@ def main(upload: str) -> dict:
     job = ImportJob.objects.get(pk=job.pk)
     media = Path(settings.MEDIA_ROOT)
     return {
-        "status": job.status, "message": job.error,
+        "status": job.status,
+        "message": job.error,
         "imported": job.imported,
-        "errors": job.errors[:50], "error_count": job.refused, "stored_problems": len(job.errors), "crashed": crashed,
+        "errors": job.errors[:50],
+        "error_count": job.refused,
+        "stored_problems": len(job.errors),
+        "crashed": crashed,
         "items": list(Item.objects.filter(project=project).values_list("source_id", flat=True)),
         "stored_files": sorted(str(p.relative_to(media)) for p in media.rglob("*") if p.is_file()),
-        "baseline_mb": round(baseline, 1), "peak_mb": round(peak_mb(), 1),
+        "baseline_mb": round(baseline, 1),
+        "peak_mb": round(peak_mb(), 1),
     }
 
 

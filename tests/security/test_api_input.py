@@ -5,6 +5,7 @@ the URL resolver (a new one is covered without editing this file). Before the fi
 ``limit=99999999999999999999`` answered 500 and ``limit=abc`` / ``offset=-1`` were silently
 replaced by defaults (200).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,15 @@ from .world import World
 pytestmark = pytest.mark.django_db
 
 BAD = [
-    ("limit", "99999999999999999999"), ("limit", "-46565"), ("limit", "0"), ("limit", "abc"), ("limit", "1.5"),
-    ("limit", "1001"), ("offset", "-1"), ("offset", "1152921504606846976"), ("offset", "x"),
+    ("limit", "99999999999999999999"),
+    ("limit", "-46565"),
+    ("limit", "0"),
+    ("limit", "abc"),
+    ("limit", "1.5"),
+    ("limit", "1001"),
+    ("offset", "-1"),
+    ("offset", "1152921504606846976"),
+    ("offset", "x"),
     ("offset", "99999999999999999999999"),
 ]
 GOOD = [{"limit": "1"}, {"limit": "1000", "offset": "0"}, {"offset": "1000000"}]
@@ -60,10 +68,13 @@ def test_every_paginated_list_refuses_bad_limit_and_offset_with_a_message(world:
 
 def test_unknown_slug_and_ids_are_404_with_a_message(world: World):
     c = token_client(world.users["lead"])
-    for url in ("/api/projects/no-such-project/", "/api/projects/no-such-project/releases/",
-                f"/api/projects/{world.project.slug}/releases/999/",
-                f"/api/projects/{world.project.slug}/imports/999999/",
-                f"/api/projects/{world.project.slug}/quality/audits/999999/"):
+    for url in (
+        "/api/projects/no-such-project/",
+        "/api/projects/no-such-project/releases/",
+        f"/api/projects/{world.project.slug}/releases/999/",
+        f"/api/projects/{world.project.slug}/imports/999999/",
+        f"/api/projects/{world.project.slug}/quality/audits/999999/",
+    ):
         r = c.get(url)
         assert r.status_code == 404 and r.json()["detail"], (url, r.content)
 
@@ -77,6 +88,9 @@ def test_malformed_bodies_are_400_with_a_message(world: World):
     r = c.post(f"/api/projects/{slug}/candidate-jobs/", data={"item_ids": ["x"]}, content_type="application/json")
     assert r.status_code == 400 and "item_ids" in r.json()["errors"]
     a = token_client(world.users["annotator"])
-    r = a.post(reverse("api_annotate_draft", args=[slug, world.ids["item_held"]]), data=b"[1, 2",
-               content_type="application/json")
+    r = a.post(
+        reverse("api_annotate_draft", args=[slug, world.ids["item_held"]]),
+        data=b"[1, 2",
+        content_type="application/json",
+    )
     assert r.status_code == 400 and r.json()["detail"]

@@ -18,6 +18,7 @@ Any 2xx where a refusal is expected fails. For the API, every status seen must a
 for its operation in the OpenAPI schema, and the schema and the resolver must name the same
 endpoints with the same methods.
 """
+
 from __future__ import annotations
 
 import re
@@ -172,9 +173,18 @@ POLICY: dict[str, Policy] = {
 }
 
 #: URL kwarg -> world.ids key, unless the policy says otherwise.
-DEFAULT_IDS = {"item_id": "item_gold", "task_id": "task_open", "audit_id": "audit", "report_id": "report",
-               "number": "release", "other": "release", "name": "release_file", "provider_id": "provider",
-               "pair_id": "pair", "kind": "job_kind"}
+DEFAULT_IDS = {
+    "item_id": "item_gold",
+    "task_id": "task_open",
+    "audit_id": "audit",
+    "report_id": "report",
+    "number": "release",
+    "other": "release",
+    "name": "release_file",
+    "provider_id": "provider",
+    "pair_id": "pair",
+    "kind": "job_kind",
+}
 #: Kwargs that number objects within a project (release v1 of every project): they cannot
 #: name another project's object, so the "foreign ids" request keeps the own value.
 PROJECT_SCOPED = {"number", "other", "name", "kind"}
@@ -243,7 +253,7 @@ def test_the_openapi_schema_and_the_resolver_name_the_same_api(client):
     """Each API operation of the schema is a URL pattern with a policy and the same methods."""
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
     api = {r.schema_path(): r for r in routes() if r.api and r.key not in ("api_schema", "api_docs")}
-    assert set(schema) == set(api), (sorted(set(schema) ^ set(api)))
+    assert set(schema) == set(api), sorted(set(schema) ^ set(api))
     for path, ops in schema.items():
         declared = {m.upper() for m in ops if m in ("get", "post", "put", "patch", "delete")}
         assert declared == set(policy_of(api[path]).methods), (path, declared, policy_of(api[path]).methods)
@@ -301,8 +311,9 @@ def test_authorization_matrix(world: World, foreign: World):
             if status in REFUSED or (login_page and route_policy.who != PUBLIC):  # logout ends on the login page
                 errors.append(f"{where}: refused, but the policy allows it")
         elif 200 <= status < 300:
-            errors.append(f"{where}: 2xx where {sorted(expected) if isinstance(expected, set) else expected} "
-                          "was expected")
+            errors.append(
+                f"{where}: 2xx where {sorted(expected) if isinstance(expected, set) else expected} was expected"
+            )
         elif expected == "login":
             if not (_is_login_redirect(r) if not route.api else status in (401, 403)):
                 errors.append(f"{where}: expected the login page (or 401 for the API)")

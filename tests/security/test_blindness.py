@@ -13,6 +13,7 @@ Two kinds of test, both on the raw response bytes:
   and no byte may contain model identities, the other annotator's username or values, gold
   values or routing outcomes.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -90,8 +91,9 @@ def test_second_submit_and_every_later_response_are_the_same_for_gold_and_adjudi
         for user_client, values in ((a, MEME3W_HARMFUL), (b, b_values)):
             r = user_client.post(reverse("api_annotate_next", args=[slug]))
             assert r.status_code == 200 and r.json()["item_id"] == item.pk, r.content
-            r = post_json(user_client, reverse("api_annotate_submit", args=[slug, item.pk]),
-                          {"values": values, "version": 0})
+            r = post_json(
+                user_client, reverse("api_annotate_submit", args=[slug, item.pk]), {"values": values, "version": 0}
+            )
             assert r.status_code == 200, r.content
             progress = a.get(reverse("annotate_progress", args=[slug])).content
             (a_before if user_client is a else a_after)[item.pk] = progress
@@ -140,8 +142,9 @@ def test_second_submit_and_every_later_response_are_the_same_for_gold_and_adjudi
             assert b"annotator_b" not in raw or c is b
     # The first annotator's progress did not move when the other annotator submitted their item.
     for item in (i0, i1):
-        assert _normalized(a_before[item.pk], item, ()) == _normalized(a_after[item.pk], item, ()), \
+        assert _normalized(a_before[item.pk], item, ()) == _normalized(a_after[item.pk], item, ()), (
             "the first annotator's progress counts the other's submission"
+        )
     nxt = a.post(reverse("api_annotate_next", args=[slug])).content
     for word in ROUTING_WORDS:
         assert word not in nxt
@@ -246,11 +249,19 @@ def test_crawl_as_annotator_finds_no_identity_other_values_gold_or_routing(world
     slug = world.project.slug
     # The crawl really reached the workspace, its JSON and the image of the held item.
     held = world.ids["item_held"]
-    for must in (reverse("annotate_item", args=[slug, held]), reverse("api_annotate_state", args=[slug, held]),
-                 reverse("item_image", args=[slug, held])):
+    for must in (
+        reverse("annotate_item", args=[slug, held]),
+        reverse("api_annotate_state", args=[slug, held]),
+        reverse("item_image", args=[slug, held]),
+    ):
         assert must in pages, (must, sorted(pages))
-    forbidden = SECRETS + [world.users["annotator_b"].username, world.users["reviewer"].username,
-                           world.users["lead"].username, '"routed"', "routed_to"]
+    forbidden = SECRETS + [
+        world.users["annotator_b"].username,
+        world.users["reviewer"].username,
+        world.users["lead"].username,
+        '"routed"',
+        "routed_to",
+    ]
     _assert_no_leak(pages, forbidden)
 
 
@@ -263,7 +274,13 @@ def test_crawl_as_auditor_finds_no_candidates_identity_annotations_or_gold(world
     audited = world.ids["item_audited"]
     for must in (reverse("audit_item", args=[slug, audited]), reverse("api_audit_state", args=[slug, audited])):
         assert must in pages, (must, sorted(pages))
-    forbidden = SECRETS + ["Zorg monks", "Candidate A", world.users["annotator"].username,
-                           world.users["annotator_b"].username, world.users["reviewer"].username,
-                           '"routed"', "routed_to"]
+    forbidden = SECRETS + [
+        "Zorg monks",
+        "Candidate A",
+        world.users["annotator"].username,
+        world.users["annotator_b"].username,
+        world.users["reviewer"].username,
+        '"routed"',
+        "routed_to",
+    ]
     _assert_no_leak(pages, forbidden)

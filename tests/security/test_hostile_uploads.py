@@ -8,6 +8,7 @@ crash cannot take the test run down. For each: the import must finish (done, or 
 a message), refuse the hostile row or file with a clear reason, import exactly the good rows,
 store nothing outside the media root, and stay under PEAK_RSS_MB.
 """
+
 from __future__ import annotations
 
 import io
@@ -90,6 +91,7 @@ def _good() -> tuple[dict, dict[str, bytes]]:
 def _png(width: int, height: int, *, rows: int | None = None) -> bytes:
     """A black RGB PNG of width x height; the pixel data is streamed through zlib (a header can
     claim any size: ``rows`` limits how many rows are actually encoded)."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
@@ -126,10 +128,32 @@ def _raw_zip(path: Path, entries: list[tuple[str, bytes, int, int]]) -> Path:
         central = []
         for name, body, crc, size in entries:
             offset, raw = out.tell(), name.encode()
-            out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, crc, len(body), size, len(raw), 0)
-                      + raw + body)
-            central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0, crc, len(body), size,
-                                       len(raw), 0, 0, 0, 0, 0, offset) + raw)
+            out.write(
+                struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, crc, len(body), size, len(raw), 0) + raw + body
+            )
+            central.append(
+                struct.pack(
+                    "<IHHHHHHIIIHHHHHII",
+                    0x02014B50,
+                    20,
+                    20,
+                    0,
+                    8,
+                    0,
+                    0,
+                    crc,
+                    len(body),
+                    size,
+                    len(raw),
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    offset,
+                )
+                + raw
+            )
         start = out.tell()
         out.write(b"".join(central))
         out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(central), len(central), out.tell() - start, start, 0))
@@ -145,11 +169,14 @@ def _bomb_zip(path: Path, *, declared: int) -> Path:
     good_row, good_files = _good()
     rows = [_row("bomb", "bomb.jpg"), good_row]
     body, crc = _deflated(b"\0", 64 * MB)
-    return _raw_zip(path, [
-        _member("manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode()),
-        *(_member(n, d) for n, d in good_files.items()),
-        ("bomb.jpg", body, crc, declared),
-    ])
+    return _raw_zip(
+        path,
+        [
+            _member("manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode()),
+            *(_member(n, d) for n, d in good_files.items()),
+            ("bomb.jpg", body, crc, declared),
+        ],
+    )
 
 
 def zip_bomb(tmp: Path) -> Upload:
@@ -165,8 +192,13 @@ def zip_member_lying_about_its_size(tmp: Path) -> Upload:
 def path_traversal(tmp: Path) -> Upload:
     good_row, good_files = _good()
     evil = image_bytes(8)
-    rows = [_row("up", "../evil.jpg"), _row("abs", "/etc/passwd"), _row("deep", "ok/../../evil.jpg"),
-            _row("win", "..\\evil.jpg"), good_row]
+    rows = [
+        _row("up", "../evil.jpg"),
+        _row("abs", "/etc/passwd"),
+        _row("deep", "ok/../../evil.jpg"),
+        _row("win", "..\\evil.jpg"),
+        good_row,
+    ]
     path = _zip(tmp / "traversal.zip", {"../evil.jpg": evil, "/abs.jpg": evil, **good_files}, rows)
     why = "not a relative path inside the upload"
     return Upload(path, {"good"}, {"up": why, "abs": why, "deep": why, "win": why})
@@ -178,16 +210,18 @@ def decompression_bomb_png(tmp: Path) -> Upload:
     memory bound."""
     good_row, good_files = _good()
     rows = [_row("bomb", "bomb.png"), _row("big", "big.png"), good_row]
-    path = _zip(tmp / "pngbomb.zip", {"bomb.png": _png(60000, 60000, rows=4), "big.png": _png(6300, 6300),
-                                      **good_files}, rows)
+    path = _zip(
+        tmp / "pngbomb.zip", {"bomb.png": _png(60000, 60000, rows=4), "big.png": _png(6300, 6300), **good_files}, rows
+    )
     return Upload(path, {"good", "big"}, {"bomb": "pixel limit"})
 
 
 def truncated_jpeg(tmp: Path) -> Upload:
     good_row, good_files = _good()
     data = image_bytes(9, size=(640, 480))
-    path = _zip(tmp / "truncated.zip", {"cut.jpg": data[: len(data) // 2], **good_files},
-                [_row("cut", "cut.jpg"), good_row])
+    path = _zip(
+        tmp / "truncated.zip", {"cut.jpg": data[: len(data) // 2], **good_files}, [_row("cut", "cut.jpg"), good_row]
+    )
     return Upload(path, {"good"}, {"cut": "truncated"})
 
 
@@ -290,8 +324,12 @@ def migrated_db(tmp_path_factory) -> Path:
     """A migrated SQLite database the subprocesses copy (migrating once costs ~5 s)."""
     folder = tmp_path_factory.mktemp("hostile-template")
     db = folder / "template.sqlite3"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "CONCORD_VAR_DIR": str(folder / "var"),
-           "PYTHONPATH": str(REPO)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{db}",
+        "CONCORD_VAR_DIR": str(folder / "var"),
+        "PYTHONPATH": str(REPO),
+    }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True, timeout=300)
     return db
 
@@ -300,12 +338,25 @@ def run_import(upload: Path, *, db_template: Path, work: Path) -> dict:
     db = work / "db.sqlite3"
     shutil.copy(db_template, db)
     var = work / "var"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "CONCORD_VAR_DIR": str(var), "PYTHONPATH": str(REPO),
-           "CELERY_TASK_ALWAYS_EAGER": "1", "REDIS_URL": "",
-           "IMPORT_RUNNER_ADDRESS_SPACE_MB": str(ADDRESS_SPACE_MB)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{db}",
+        "CONCORD_VAR_DIR": str(var),
+        "PYTHONPATH": str(REPO),
+        "CELERY_TASK_ALWAYS_EAGER": "1",
+        "REDIS_URL": "",
+        "IMPORT_RUNNER_ADDRESS_SPACE_MB": str(ADDRESS_SPACE_MB),
+    }
     try:
-        done = subprocess.run([sys.executable, str(RUNNER), str(upload)], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=JOB_TIMEOUT_S, check=False)  # the return code is asserted below
+        done = subprocess.run(
+            [sys.executable, str(RUNNER), str(upload)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=JOB_TIMEOUT_S,
+            check=False,
+        )  # the return code is asserted below
     except subprocess.TimeoutExpired:
         pytest.fail(f"the import of {upload.name} was still running after {JOB_TIMEOUT_S} s")
     assert done.returncode == 0, f"the import process died ({done.returncode}):\n{done.stderr[-3000:]}"

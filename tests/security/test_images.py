@@ -9,6 +9,7 @@ get 403, non-members 404, anonymous users the login page.
 These tests caught: a researcher fetching a non-redistributable item's image (200 image/jpeg)
 and an annotator fetching any image of the project, e.g. of an item never in their queue.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -29,11 +30,11 @@ OK, REFUSED, HIDDEN = 200, 403, 404
 #: task nobody claimed; h0: held by the annotator (draft), redistributable, never released;
 #: f0: never claimed, not redistributable; n0: near-duplicate of g0, never annotated.
 EXPECTED: dict[str, dict[str, int]] = {
-    "lead":        {"g0": OK, "g1": OK, "d0": OK, "d1": OK, "h0": OK, "f0": OK, "n0": OK},
-    "annotator":   {"g0": OK, "g1": OK, "d0": OK, "d1": OK, "h0": OK, "f0": REFUSED, "n0": REFUSED},
-    "auditor":     {"g0": OK, "g1": OK, "d0": OK, "d1": REFUSED, "h0": REFUSED, "f0": REFUSED, "n0": REFUSED},
-    "reviewer":    {"g0": OK, "g1": REFUSED, "d0": OK, "d1": REFUSED, "h0": REFUSED, "f0": REFUSED, "n0": OK},
-    "researcher":  {"g0": OK, "g1": REFUSED, "d0": OK, "d1": REFUSED, "h0": REFUSED, "f0": REFUSED, "n0": REFUSED},
+    "lead": {"g0": OK, "g1": OK, "d0": OK, "d1": OK, "h0": OK, "f0": OK, "n0": OK},
+    "annotator": {"g0": OK, "g1": OK, "d0": OK, "d1": OK, "h0": OK, "f0": REFUSED, "n0": REFUSED},
+    "auditor": {"g0": OK, "g1": OK, "d0": OK, "d1": REFUSED, "h0": REFUSED, "f0": REFUSED, "n0": REFUSED},
+    "reviewer": {"g0": OK, "g1": REFUSED, "d0": OK, "d1": REFUSED, "h0": REFUSED, "f0": REFUSED, "n0": OK},
+    "researcher": {"g0": OK, "g1": REFUSED, "d0": OK, "d1": REFUSED, "h0": REFUSED, "f0": REFUSED, "n0": REFUSED},
 }
 
 
@@ -65,6 +66,7 @@ def test_licence_alone_decides_for_researchers(world):
     assert c.get(image_url(world, "g0")).status_code == OK
     r = c.get(image_url(world, "g1"))
     assert r.status_code == REFUSED and not r["Content-Type"].startswith("image/")
+
     # The release's own files say the same: g0's image is shipped, g1's only referenced.
     def release_file(item) -> str:
         return reverse("api_release_file", args=[world.project.slug, world.ids["release"], released_image_name(item)])
@@ -99,8 +101,11 @@ def test_every_image_a_page_shows_is_fetchable_by_who_sees_the_page(world):
 
     slug = world.project.slug
     pages = {
-        "lead": [reverse("duplicates_page", args=[slug]), reverse("item_history", args=[slug, world.items["g1"].pk]),
-                 reverse("candidate_item", args=[slug, world.items["h0"].pk])],
+        "lead": [
+            reverse("duplicates_page", args=[slug]),
+            reverse("item_history", args=[slug, world.items["g1"].pk]),
+            reverse("candidate_item", args=[slug, world.items["h0"].pk]),
+        ],
         "reviewer": [reverse("duplicates_page", args=[slug])],
         "annotator": [reverse("annotate_item", args=[slug, world.items["h0"].pk])],
         "auditor": [reverse("audit_item", args=[slug, world.items["g1"].pk])],

@@ -6,6 +6,7 @@ Before the fix any number of wrong passwords could be tried (every attempt answe
 the login form). Tokens can be created, replaced and revoked on the API token page, by every
 role; before the fix there was no way to revoke one.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -64,8 +65,9 @@ def test_below_the_limit_and_after_the_cool_off_the_right_password_works(lead):
         attempt("lead", "wrong", ip="10.4.4.4")
     assert attempt("lead", PASSWORD, ip="10.4.4.4").status_code == 429
     # The cool-off is over (attempts aged past it, instead of waiting).
-    AccessAttempt.objects.update(attempt_time=AccessAttempt.objects.first().attempt_time
-                                 - settings.AXES_COOLOFF_TIME - timedelta(seconds=1))
+    AccessAttempt.objects.update(
+        attempt_time=AccessAttempt.objects.first().attempt_time - settings.AXES_COOLOFF_TIME - timedelta(seconds=1)
+    )
     assert attempt("lead", PASSWORD, ip="10.4.4.4").status_code == 302
 
 

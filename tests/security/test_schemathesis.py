@@ -15,6 +15,7 @@ Before the fixes it failed on 31 of 32 operations for the lead (undocumented 400
 the LIMIT clause (500). The issue's own example (``limit=-46565&offset=1152921504606846976``)
 is replayed too; here it answered 200 with a silently replaced limit, now 400.
 """
+
 from __future__ import annotations
 
 import hypothesis
@@ -34,6 +35,7 @@ from .world import World, build_world
 SEED = 20261201
 ROLES = ["lead", "researcher", "annotator"]
 
+
 def _real_path_parameters(world: World, path: str) -> dict[str, object]:
     """The world's own slug and ids for an operation's path parameters."""
     if "/imports/" in path:
@@ -43,9 +45,14 @@ def _real_path_parameters(world: World, path: str) -> dict[str, object]:
     else:
         job = world.ids["export_job"]
     return {
-        "slug": world.project.slug, "item_id": world.ids["item_held"], "job_id": job,
-        "report_id": world.ids["report"], "audit_id": world.ids["audit"], "number": world.ids["release"],
-        "other": world.ids["release"], "name": world.ids["release_file"],
+        "slug": world.project.slug,
+        "item_id": world.ids["item_held"],
+        "job_id": job,
+        "report_id": world.ids["report"],
+        "audit_id": world.ids["audit"],
+        "number": world.ids["release"],
+        "other": world.ids["release"],
+        "name": world.ids["release_file"],
     }
 
 
@@ -72,16 +79,25 @@ def _load_schema(world: World):
 
     @loaded.hook
     def flatmap_path_parameters(context, path_parameters):
-        real = {k: v for k, v in _real_path_parameters(world, context.operation.path).items()
-                if k in (path_parameters or {})}
+        real = {
+            k: v
+            for k, v in _real_path_parameters(world, context.operation.path).items()
+            if k in (path_parameters or {})
+        }
         return st.sampled_from([path_parameters, {**(path_parameters or {}), **real}])
 
     return loaded
 
 
 def _settings(max_examples: int) -> hypothesis.settings:
-    return hypothesis.settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
-                               print_blob=False, suppress_health_check=list(HealthCheck))
+    return hypothesis.settings(
+        max_examples=max_examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        print_blob=False,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 #: Examples per operation in the fuzzing phase (the coverage phase adds its own boundary cases).
@@ -145,8 +161,12 @@ def test_api_fuzz_no_server_error_and_only_documented_statuses(fuzz_world, role)
     for label, (operation, _) in few.items():
         if {p.name for p in operation.query} >= {"limit", "offset"}:
             for query in REGRESSIONS:
-                case = operation.Case(query=query, path_parameters=_real_path_parameters(fuzz_world, operation.path)
-                                      if operation.path_parameters else None)
+                case = operation.Case(
+                    query=query,
+                    path_parameters=_real_path_parameters(fuzz_world, operation.path)
+                    if operation.path_parameters
+                    else None,
+                )
                 try:
                     check(case)
                 except (Exception, BaseExceptionGroup) as exc:

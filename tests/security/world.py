@@ -9,6 +9,7 @@ sends with the own project's slug.
 Secrets planted here must never reach annotators or auditors (tests/security/test_blindness.py):
 provider and model names, the other annotator's entity, the reviewer's gold entity.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -43,10 +44,20 @@ GOLD_ENTITY = "Zorg Secret Gold Entity"
 SECRETS = [OTHER_ANNOTATOR_ENTITY, GOLD_ENTITY, *PROVIDER_NAMES, *MODEL_NAMES, "secret reasoning"]
 
 CANDIDATE_REPLIES = [
-    {"label": "harmful", "target_category": "group background", "target_entity": "people from Planet Zorg",
-     "text_mention": "Planet Zorg", "visual_region": [[10, 20, 300, 400]]},
-    {"label": "harmful", "target_category": "religion and caste", "target_entity": "Zorg monks",
-     "text_mention": "Planet Zorg", "visual_region": []},
+    {
+        "label": "harmful",
+        "target_category": "group background",
+        "target_entity": "people from Planet Zorg",
+        "text_mention": "Planet Zorg",
+        "visual_region": [[10, 20, 300, 400]],
+    },
+    {
+        "label": "harmful",
+        "target_category": "religion and caste",
+        "target_entity": "Zorg monks",
+        "text_mention": "Planet Zorg",
+        "visual_region": [],
+    },
     {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None, "visual_region": []},
 ]
 
@@ -76,8 +87,12 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
         **(users or {}),
     }
     project = project_with_members(
-        slug, lead=[u["lead"]], annotator=[u["annotator"], u["annotator_b"]], reviewer=[u["reviewer"]],
-        auditor=[u["auditor"]], researcher=[u["researcher"]],
+        slug,
+        lead=[u["lead"]],
+        annotator=[u["annotator"], u["annotator_b"]],
+        reviewer=[u["reviewer"]],
+        auditor=[u["auditor"]],
+        researcher=[u["researcher"]],
     )
     pics = [image_bytes(1000 + i) for i in range(7)]
     text = "When the people from Planet Zorg ask for wifi ({})"
@@ -114,10 +129,17 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
     # d0 is decided with an edited gold entity; d1's task stays open.
     task = adjudication_next(project=project, reviewer=u["reviewer"])
     assert task.item_id == items["d0"].pk
-    gold_decide(task=task, reviewer=u["reviewer"], decisions={
-        name: ({"value": GOLD_ENTITY} if name == "target_entity" else {"pick": 1})
-        for name, outcome in task.comparison.items() if outcome != "agree"
-    }, note="", version=task.version)
+    gold_decide(
+        task=task,
+        reviewer=u["reviewer"],
+        decisions={
+            name: ({"value": GOLD_ENTITY} if name == "target_entity" else {"pick": 1})
+            for name, outcome in task.comparison.items()
+            if outcome != "agree"
+        },
+        note="",
+        version=task.version,
+    )
     open_task = items["d1"].adjudication_tasks.get()
 
     # h0: the annotator holds it with a draft.
@@ -139,22 +161,24 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
     from candidates.models import Provider
 
     world = World(project=project, users=u, items=items)
-    world.ids.update({
-        "item_held": items["h0"].pk,  # held by the annotator (draft)
-        "item_gold": items["g0"].pk,  # gold, redistributable, released, audited, in a near-duplicate pair
-        "item_gold_restricted": items["g1"].pk,  # gold, not redistributable
-        "item_audited": items["g0"].pk,
-        "task_open": open_task.pk,
-        "audit": audit.pk,
-        "release": release.number,
-        "release_other": release.number,
-        "release_file": "records.jsonl",
-        "report": AgreementReport.objects.get(pk=report.pk).pk,
-        "import_job": ImportJob.objects.filter(project=project).latest("id").pk,
-        "job_kind": ImportJob.kind,
-        "candidate_job": cjob.pk,
-        "export_job": export.pk,
-        "provider": Provider.objects.filter(project=project).order_by("id").first().pk,
-        "pair": pair.pk,
-    })
+    world.ids.update(
+        {
+            "item_held": items["h0"].pk,  # held by the annotator (draft)
+            "item_gold": items["g0"].pk,  # gold, redistributable, released, audited, in a near-duplicate pair
+            "item_gold_restricted": items["g1"].pk,  # gold, not redistributable
+            "item_audited": items["g0"].pk,
+            "task_open": open_task.pk,
+            "audit": audit.pk,
+            "release": release.number,
+            "release_other": release.number,
+            "release_file": "records.jsonl",
+            "report": AgreementReport.objects.get(pk=report.pk).pk,
+            "import_job": ImportJob.objects.filter(project=project).latest("id").pk,
+            "job_kind": ImportJob.kind,
+            "candidate_job": cjob.pk,
+            "export_job": export.pk,
+            "provider": Provider.objects.filter(project=project).order_by("id").first().pk,
+            "pair": pair.pk,
+        }
+    )
     return world

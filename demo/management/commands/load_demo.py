@@ -52,7 +52,9 @@ class Command(BaseCommand):
                     membership_add(project=project, user=users[username], role=role)
             source = settings.VAR_DIR / "demo_source" / slug
             write_demo_source(source, limit=limit)
-            job = import_job_run(job=import_job_create(project=project, user=users["lead"], source_name="demo"), path=source)
+            job = import_job_run(
+                job=import_job_create(project=project, user=users["lead"], source_name="demo"), path=source
+            )
             demo_candidates_load(project=project, lead=users["lead"])  # replay "model-1/2/3": offline
             near_duplicates_detect(project=project)  # near-duplicate pairs for the review queue
             if slug == SIMULATED:

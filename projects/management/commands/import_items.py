@@ -25,6 +25,8 @@ class Command(BaseCommand):
             f"already present {job.already_present}, refused {job.refused}"
         )
         for e in job.errors:
-            self.stdout.write(f"  row {e['row']}" + (f" ({e['source_id']})" if e.get("source_id") else "") + f": {e['reason']}")
+            self.stdout.write(
+                f"  row {e['row']}" + (f" ({e['source_id']})" if e.get("source_id") else "") + f": {e['reason']}"
+            )
         if job.refused > len(job.errors):
             self.stdout.write(f"  ... and {job.refused - len(job.errors)} more; by reason: {job.error_counts}")

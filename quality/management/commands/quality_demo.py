@@ -8,12 +8,16 @@ from quality.demo import demo_audit, demo_simulate
 
 
 class Command(BaseCommand):
-    help = ("Simulate annotation, adjudication and a candidate-blind audit of a demo meme3w project "
-            "(run after load_demo), so the quality dashboard has data to show.")
+    help = (
+        "Simulate annotation, adjudication and a candidate-blind audit of a demo meme3w project "
+        "(run after load_demo), so the quality dashboard has data to show."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--project", default="demo-meme3w")
-        parser.add_argument("--weeks", type=int, default=4, help="Spread the simulated submissions over this many past weeks.")
+        parser.add_argument(
+            "--weeks", type=int, default=4, help="Spread the simulated submissions over this many past weeks."
+        )
         parser.add_argument("--audit-size", type=int, default=200)
         parser.add_argument("--no-audit", action="store_true")
 
@@ -25,16 +29,23 @@ class Command(BaseCommand):
             raise CommandError("The simulation writes meme3w records; choose a meme3w project.")
 
         def members(role):
-            return [m.user for m in Membership.objects.filter(project=p, role=role).select_related("user").order_by("user_id")]
+            return [
+                m.user
+                for m in Membership.objects.filter(project=p, role=role).select_related("user").order_by("user_id")
+            ]
 
         annotators, reviewers, leads = members(Role.ANNOTATOR), members(Role.REVIEWER), members(Role.LEAD)
         if len(annotators) < p.annotators_per_item or not reviewers or not leads:
             raise CommandError(f"{p.slug} needs {p.annotators_per_item} annotators, a reviewer and a lead.")
         out = demo_simulate(project=p, annotators=annotators, reviewer=reviewers[0], weeks=weeks)
-        self.stdout.write(f"{p.slug}: {out['submitted']} annotations on {out['items']} items, {out['adjudicated']} adjudicated")
+        self.stdout.write(
+            f"{p.slug}: {out['submitted']} annotations on {out['items']} items, {out['adjudicated']} adjudicated"
+        )
         if not no_audit:
             try:
                 audit = demo_audit(project=p, lead=leads[0], size=audit_size)
             except ServiceError as exc:
                 raise CommandError(exc.message) from None
-            self.stdout.write(f"audit #{audit['audit']}: {audit['submitted']} of {audit['size']} blind annotations submitted")
+            self.stdout.write(
+                f"audit #{audit['audit']}: {audit['submitted']} of {audit['size']} blind annotations submitted"
+            )
