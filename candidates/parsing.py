@@ -1,8 +1,10 @@
 """Reading a model's reply: find the JSON object, then normalize it with the schema engine.
 
 Real replies wrap the object in a ```json fence, put prose before or after it, leave trailing
-commas, write Python literals (None/True), or nest the fields under "answer". We extract the
-object without guessing at field values; field validation is the schema engine's job
+commas, write Python literals (None/True), nest the fields under "answer", or stop mid-object
+at a token limit. We find the candidate objects ourselves (so that the one holding most of the
+schema's keys wins when a reply restates its answer) and let json-repair repair each one; we
+never guess at field values: field validation is the schema engine's job
 (``Schema.normalize_candidate``), which removes a malformed field, never the whole candidate.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+
+import json_repair
 
 THINK_MAX = 20000
 FENCE = re.compile(r"```(?:json|JSON|javascript)?\s*\n?(.*?)```", re.S)
@@ -55,58 +59,17 @@ def _single_quoted_key_context(text: str, i: int) -> bool:
     return prev in ("{", ",", ":", "[")
 
 
-_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
-_PY_LITERALS = {"None": "null", "True": "true", "False": "false"}
-
-
-def _outside_strings(text: str, fn) -> str:
-    """Apply ``fn`` to the parts of a JSON-ish text that are not inside double-quoted strings."""
-    out, buf, in_str, esc = [], [], False, False
-    for ch in text:
-        if in_str:
-            out.append(ch)
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            out.append(fn("".join(buf)))
-            buf = []
-            out.append(ch)
-            in_str = True
-        else:
-            buf.append(ch)
-    out.append(fn("".join(buf)))
-    return "".join(out)
-
-
-def _repair(text: str) -> str:
-    def fix(part: str) -> str:
-        part = _TRAILING_COMMA.sub(r"\1", part)
-        return re.sub(r"\b(None|True|False)\b", lambda m: _PY_LITERALS[m.group(1)], part)
-
-    # ", }" never spans a string boundary, so fixing each outside-string part is enough.
-    return _outside_strings(text, fix)
-
-
 def _loads(text: str):
+    """Strict JSON first; else json-repair (trailing commas, Python literals, single quotes,
+    unquoted keys, and replies cut off mid-object: what it can close is kept, and a broken
+    field is then removed by the schema, never the whole candidate)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     try:
-        return json.loads(_repair(text))
-    except ValueError:
-        pass
-    # Python-dict style replies with single quotes: literal_eval never executes code.
-    import ast
-
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        value = json_repair.loads(text)
+    except (ValueError, RecursionError, TypeError, IndexError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -123,6 +86,9 @@ def extract_json_object(text: str, *, expected_keys: set[str] | None = None) -> 
         return whole
     candidates: list[str] = [m.group(1).strip() for m in FENCE.finditer(text)]
     candidates += list(_balanced_objects(text))
+    if "{" in text:
+        # A reply cut off mid-object (token limit) has no balanced object: repair from its start.
+        candidates.append(text[text.index("{") :])
     parsed = [obj for obj in (_loads(c) for c in candidates) if isinstance(obj, dict)]
     if not parsed:
         raise ReplyParseError("no JSON object found in the reply")

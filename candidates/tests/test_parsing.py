@@ -51,7 +51,7 @@ def test_braces_inside_strings_do_not_confuse_the_scanner():
     assert extract_json_object("prose " + json.dumps(obj) + " more")["think"] == obj["think"]
 
 
-@pytest.mark.parametrize("reply", ["", "   ", "I cannot help with that.", '{"label": "harmful", "target_'])
+@pytest.mark.parametrize("reply", ["", "   ", "I cannot help with that.", "{{{{", "[1, 2, 3]"])
 def test_no_json_object_is_a_parse_error_not_a_crash(reply):
     with pytest.raises(ReplyParseError):
         extract_json_object(reply)
@@ -94,3 +94,13 @@ def test_removed_values_are_bounded():
     parsed = parse_reply(json.dumps({**GOOD, "junk": "x" * 10000}), schema=SCHEMA, item_text=TEXT)
     junk = next(r for r in parsed.removed if r["field"] == "junk")
     assert len(junk["value"]) < 600
+
+
+def test_a_truncated_reply_keeps_its_complete_fields_and_drops_the_cut_one():
+    """A reply cut off at the token limit (json-repair): the finished fields are kept, the field
+    cut in the middle fails its own validation and is removed with the reason."""
+    reply = 'Step 1: ... ```json\n{"think": "harmful: mocks Zorgs", "label": "harmful", "target_category": "gen'
+    parsed = parse_reply(reply, schema=SCHEMA, item_text="Zorgs again")
+    assert parsed.error == "" and parsed.fields["label"] == "harmful" and parsed.think == "harmful: mocks Zorgs"
+    assert "target_category" not in parsed.fields
+    assert any(r["field"] == "target_category" for r in parsed.removed)
