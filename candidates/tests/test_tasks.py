@@ -145,7 +145,7 @@ def test_beyond_the_horizon_a_task_asks_again_later(
     project, lead, items, fake_llm, api_keys, captured, settings, monkeypatch
 ):
     settings.REDIS_URL = ""
-    monkeypatch.setattr("candidates.services.DEFAULT_HORIZON", 50.0)
+    monkeypatch.setattr("candidates.services.execution.DEFAULT_HORIZON", 50.0)
     p = slow_provider(project, fake_llm, 2)
     job = candidate_job_start(project=project, user=lead, item_ids=[i.pk for i in items[:3]], enqueue=False)
     t1, t2, t3 = CandidateTask.objects.filter(job=job, provider=p).order_by("id")

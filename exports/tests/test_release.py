@@ -163,7 +163,7 @@ def test_a_failure_mid_build_publishes_nothing(project, gold_items, lead, monkey
     def boom(**kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("exports.build._write_candidates", boom)
+    monkeypatch.setattr("exports.build.release._write_candidates", boom)
     job = export_job_start(project=project, user=lead, enqueue=False)
     assert export_job_run(job=job) is None
     job.refresh_from_db()

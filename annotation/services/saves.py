@@ -1,12 +1,5 @@
-"""Every write path of the annotation app.
-
-Locks: every operation that takes, keeps or fills a slot of an item (claim, draft save, submit)
-runs in one transaction holding the item's row lock (``SELECT ... FOR UPDATE`` on
-``projects_item``) and re-reads the item's annotations under it, so the N-slot rule (see
-annotation.models) is checked against committed data only. "Next item" uses
-``FOR UPDATE SKIP LOCKED`` so annotators claiming at the same moment pass over each other's
-item instead of queueing behind it. SQLite has no row locks: its ``IMMEDIATE`` transactions
-(concord.settings) serialize the same code instead.
+"""Saving an annotation: drafts, submissions (without routing: workflow.services does that),
+skips. Locks: the item row lock of annotation.services.claims, held for the whole save.
 """
 
 from __future__ import annotations
@@ -14,30 +7,25 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import Case, Count, IntegerField, Q, Value, When
+from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import (
     Annotation,
     AnnotationRevision,
-    AnnotatorPreference,
     Assignment,
     Kind,
     assignment_of,
-    slot_held,
 )
-from annotation.selectors import session_count
+from annotation.services.claims import _lock_item, _reclaim_locked
 from candidates.selectors import candidate_id_for_letter, candidates_for_annotator
 from core.errors import Conflict, Invalid, NotFound, StaleVersion
-from projects.models import Item, Membership, Project, Role, Stage
+from projects.models import Item, Stage
 from projects.schema import Schema
 
 log = logging.getLogger(__name__)
-
 Status = Annotation.Status
 
 #: Skip reasons offered in the UI (Meme3W A.2 guideline 1: unclear or multi-category samples are
@@ -54,9 +42,6 @@ SKIP_REASON_KEYS = {k for k, _ in SKIP_REASONS}
 MAX_VALUES_BYTES = 200_000
 #: One save can add at most this much active time (the browser's clock is not trusted further).
 MAX_ACTIVE_MS_PER_SAVE = 2 * 60 * 60 * 1000
-#: How many items of the "in progress" list are tried before falling back to a fresh item.
-CLAIM_TRIES = 3
-PARTIAL_CANDIDATES = 20
 
 
 class SlotTaken(Conflict):
@@ -72,13 +57,6 @@ class NotAssigned(NotFound):
 
 
 @dataclass
-class ClaimResult:
-    #: claimed (a new item), resumed (own unfinished item), empty (nothing left), break (session cap).
-    outcome: str
-    annotation: Annotation | None = None
-
-
-@dataclass
 class SaveResult:
     annotation: Annotation
     holds_slot: bool
@@ -86,243 +64,6 @@ class SaveResult:
     completed: bool = False
     #: Set by workflow.services.annotation_submit: where the item went (never sent to annotators).
     routed_to: str | None = None
-
-
-# --------------------------------------------------------------------------- slots
-
-
-def _item_rows(*, item_id: int, kind: str) -> list[tuple]:
-    """(annotator_id, annotation status, assignment status, expires_at) of every annotation of the item."""
-    return list(
-        Annotation.objects.filter(item_id=item_id, kind=kind).values_list(
-            "annotator_id", "status", "assignment__status", "assignment__expires_at"
-        )
-    )
-
-
-def _held_by_others(rows: list[tuple], *, annotator_id: int, now) -> int:
-    return sum(1 for uid, _, a_status, exp in rows if uid != annotator_id and slot_held(a_status, exp, now))
-
-
-def _expiry(project: Project, now):
-    return now + timedelta(minutes=max(1, project.claim_timeout_minutes))
-
-
-def _lock_item(item_id: int) -> Item | None:
-    """Row-lock the item (waits for a concurrent holder). Caller is inside transaction.atomic()."""
-    # of=("self",): lock the item row only. Without it PostgreSQL also locks the joined project
-    # row, which would serialize every claim and save of the whole project.
-    return Item.objects.select_for_update(of=("self",)).filter(pk=item_id).select_related("project").first()
-
-
-def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:
-    """Under the item's row lock: give ``annotator`` a slot of ``item`` if one is free and they never had the item."""
-    project = item.project
-    rows = _item_rows(item_id=item.pk, kind=Kind.ANNOTATION)
-    if any(uid == annotator.pk for uid, *_ in rows):
-        return None
-    if _held_by_others(rows, annotator_id=annotator.pk, now=now) >= project.annotators_per_item:
-        return None
-    annotation = Annotation.objects.create(
-        item=item,
-        annotator=annotator,
-        kind=Kind.ANNOTATION,
-        status=Status.DRAFT,
-        schema_version=project.schema_version,
-    )
-    Assignment.objects.create(
-        project=project,
-        item=item,
-        annotator=annotator,
-        annotation=annotation,
-        kind=Kind.ANNOTATION,
-        status=Assignment.Status.ACTIVE,
-        claimed_at=now,
-        expires_at=_expiry(project, now),
-    )
-    return annotation
-
-
-def _reclaim_locked(*, annotation: Annotation, rows: list[tuple], now) -> bool:
-    """Under the item's row lock: keep (or take back) the annotator's slot if possible.
-
-    Renewal also goes through the count: clocks of two app servers may disagree by a little,
-    and a renewal decided on a clock that runs late must not create an N+1-th holder.
-    """
-    item = annotation.item
-    assignment = assignment_of(annotation)
-    if assignment is not None and assignment.status == Assignment.Status.SUBMITTED:
-        return True
-    held = _held_by_others(rows, annotator_id=annotation.annotator_id, now=now)
-    if held >= item.project.annotators_per_item:
-        return False
-    expires = _expiry(item.project, now)
-    if assignment is None:
-        assignment = Assignment.objects.create(
-            project=item.project,
-            item=item,
-            annotator_id=annotation.annotator_id,
-            annotation=annotation,
-            kind=annotation.kind,
-            status=Assignment.Status.ACTIVE,
-            claimed_at=now,
-            expires_at=expires,
-        )
-        annotation.assignment = assignment
-    elif slot_held(assignment.status, assignment.expires_at, now):
-        # Renew a live claim only once a tenth of the timeout has passed: saves a write on most
-        # autosaves, and an active annotator still never comes near the expiry.
-        if assignment.expires_at is not None and assignment.expires_at - now < (expires - now) * 0.9:
-            assignment.expires_at = expires
-            Assignment.objects.filter(pk=assignment.pk).update(expires_at=expires)
-    else:
-        assignment.claimed_at, assignment.expires_at = now, expires
-        Assignment.objects.filter(pk=assignment.pk).update(expires_at=expires, claimed_at=now)
-    return True
-
-
-def _mine(annotator):
-    return Annotation.objects.filter(annotator=annotator, kind=Kind.ANNOTATION).values("item_id")
-
-
-def _partial_query(*, project: Project, annotator, now, tried: set[int], skip_locked: bool):
-    """Items others started and that still have a free slot, most slots held first (locking query).
-
-    The list comes from the assignment table, which holds items in flight only (a routed
-    item's assignments are deleted), so its cost follows the number of people at work, not
-    the project size.
-    """
-    live = Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.ACTIVE, expires_at__gt=now)
-    ids = list(
-        Assignment.objects.filter(project=project, kind=Kind.ANNOTATION, item__stage=Stage.ANNOTATING)
-        .exclude(item_id__in=_mine(annotator))
-        .exclude(item_id__in=tried)
-        .values("item_id")
-        .annotate(held=Count("id", filter=live))
-        .filter(held__lt=project.annotators_per_item)
-        .order_by("-held", "item_id")
-        .values_list("item_id", flat=True)[:PARTIAL_CANDIDATES]
-    )
-    if not ids:
-        return None
-    rank = Case(*[When(pk=pk, then=Value(i)) for i, pk in enumerate(ids)], output_field=IntegerField())
-    return (
-        Item.objects.select_for_update(skip_locked=skip_locked, of=("self",))
-        .filter(pk__in=ids, stage=Stage.ANNOTATING)
-        .order_by(rank)
-    )
-
-
-def _fresh_query(*, project: Project, annotator, now, tried: set[int], skip_locked: bool):
-    """Untouched items (no assignment), oldest first (locking query)."""
-    return (
-        Item.objects.select_for_update(skip_locked=skip_locked, of=("self",))
-        .filter(project=project, stage=Stage.ANNOTATING)
-        .exclude(assignments__kind=Kind.ANNOTATION)
-        .exclude(pk__in=_mine(annotator))
-        .exclude(pk__in=tried)
-        .order_by("id")  # with fresh statistics PostgreSQL walks the primary key and stops early
-    )
-
-
-def assignment_claim_next(*, annotator, project: Project) -> ClaimResult:
-    """Hand ``annotator`` an item of ``project`` to annotate.
-
-    Order: their own live claim (resume); their own draft whose claim expired, if its slot is
-    still free; then, unless the session cap is reached, a new item: first those already
-    started by others (most slots held first, so items finish rather than all starting), then
-    untouched items in id order. An item skipped by the annotator is never handed to them again.
-
-    Locks: see the module docstring. The chosen item is row-locked (first with SKIP LOCKED,
-    then, if that found nothing, waiting) and its slots re-counted under the lock before the
-    claim is written, so no item ever has more than N holders.
-    """
-    now = timezone.now()
-    own = list(
-        Assignment.objects.filter(
-            project=project,
-            annotator=annotator,
-            kind=Kind.ANNOTATION,
-            status=Assignment.Status.ACTIVE,
-            item__stage=Stage.ANNOTATING,
-            annotation__status=Status.DRAFT,
-        )
-        .order_by("claimed_at", "id")
-        .values_list("item_id", "expires_at")[:20]
-    )
-    for item_id, expires_at in own:
-        if expires_at is None or expires_at > now:
-            return ClaimResult(
-                "resumed", Annotation.objects.get(item_id=item_id, annotator=annotator, kind=Kind.ANNOTATION)
-            )
-    for item_id, _ in own:
-        with transaction.atomic():
-            item = _lock_item(item_id)
-            if item is None or item.stage != Stage.ANNOTATING:
-                continue
-            annotation = (
-                Annotation.objects.select_related("assignment")
-                .filter(item=item, annotator=annotator, kind=Kind.ANNOTATION)
-                .first()
-            )
-            if annotation is None or annotation.status != Status.DRAFT:
-                continue
-            annotation.item = item
-            if _reclaim_locked(annotation=annotation, rows=_item_rows(item_id=item.pk, kind=Kind.ANNOTATION), now=now):
-                return ClaimResult("resumed", annotation)
-
-    if project.session_item_cap and session_count(user=annotator, project=project) >= project.session_item_cap:
-        return ClaimResult("break")
-
-    tried: set[int] = set()
-    # First pass: SKIP LOCKED, so concurrent claimers spread over different items. Second pass:
-    # items still available were only skipped because someone held their lock for a moment;
-    # wait for it (a claim transaction lasts milliseconds) instead of answering "empty".
-    for skip_locked in (True, False):
-        for query in (_partial_query, _fresh_query):
-            for _ in range(CLAIM_TRIES):
-                qs = query(project=project, annotator=annotator, now=now, tried=tried, skip_locked=skip_locked)
-                if qs is None:
-                    break
-                with transaction.atomic():
-                    item = qs.first()
-                    if item is None:
-                        break
-                    tried.add(item.pk)
-                    item.project = project
-                    annotation = _claim_locked(item=item, annotator=annotator, now=now)
-                if annotation is not None:
-                    return ClaimResult("claimed", annotation)
-    return ClaimResult("empty")
-
-
-def annotation_open(*, annotation: Annotation) -> Annotation:
-    """Record the first opening and, for a draft whose claim expired, take the slot back if free.
-
-    ``annotation`` comes from a permission-checked selector, with ``item`` and ``assignment``
-    loaded. Sets ``annotation.holds_slot`` for the page.
-    """
-    now = timezone.now()
-    if annotation.opened_at is None:
-        # Conditional update: two tabs opening at once keep the earliest time.
-        Annotation.objects.filter(pk=annotation.pk, opened_at__isnull=True).update(opened_at=now)
-        annotation.opened_at = now
-    assignment = assignment_of(annotation)
-    holds = assignment is not None and slot_held(assignment.status, assignment.expires_at, now)
-    if (
-        not holds
-        and annotation.kind == Kind.ANNOTATION
-        and annotation.status == Status.DRAFT
-        and annotation.item.stage == Stage.ANNOTATING
-    ):
-        with transaction.atomic():
-            item = _lock_item(annotation.item_id) or annotation.item
-            annotation.item = item
-            holds = item.stage == Stage.ANNOTATING and _reclaim_locked(
-                annotation=annotation, rows=_item_rows(item_id=item.pk, kind=annotation.kind), now=now
-            )
-    annotation.holds_slot = holds
-    return annotation
 
 
 # --------------------------------------------------------------------------- values
@@ -630,59 +371,3 @@ def annotation_skip(*, annotator, item: Item, reason: str, note: str = "", kind:
         annotation.save(update_fields=["status", "skip_reason", "updated_at"])
         Assignment.objects.filter(annotation=annotation).delete()
     return annotation
-
-
-def annotation_audit_assign(*, auditor, item: Item) -> Annotation:
-    """Give ``auditor`` a candidate-blind audit of ``item`` (idempotent; never expires).
-
-    Refused when the auditor is not an auditor of the item's project, or annotated the item
-    themselves (the audit would not be independent).
-    """
-    if not Membership.objects.filter(project_id=item.project_id, user=auditor, role=Role.AUDITOR).exists():
-        raise Invalid(f"{auditor} is not an auditor of this project.")
-    if Annotation.objects.filter(item=item, annotator=auditor, kind=Kind.ANNOTATION, status=Status.SUBMITTED).exists():
-        raise Invalid(f"{auditor} annotated this item and cannot audit it blind.")
-    now = timezone.now()
-    with transaction.atomic():
-        annotation, _ = Annotation.objects.get_or_create(
-            item=item,
-            annotator=auditor,
-            kind=Kind.AUDIT,
-            defaults={"status": Status.DRAFT, "schema_version": item.project.schema_version},
-        )
-        try:
-            with transaction.atomic():
-                Assignment.objects.get_or_create(
-                    annotation=annotation,
-                    defaults={
-                        "project_id": item.project_id,
-                        "item": item,
-                        "annotator": auditor,
-                        "kind": Kind.AUDIT,
-                        "status": Assignment.Status.ACTIVE,
-                        "claimed_at": now,
-                        "expires_at": None,
-                    },
-                )
-        except IntegrityError:  # a concurrent call made it
-            pass
-    return annotation
-
-
-# --------------------------------------------------------------------------- welfare
-
-
-def content_warning_accept(*, user, project: Project, blur_images: bool | None = None) -> AnnotatorPreference:
-    pref, _ = AnnotatorPreference.objects.get_or_create(user=user, project=project)
-    pref.content_warning_accepted_at = pref.content_warning_accepted_at or timezone.now()
-    if blur_images is not None:
-        pref.blur_images = blur_images
-    pref.save(update_fields=["content_warning_accepted_at", "blur_images"])
-    return pref
-
-
-def annotator_preference_update(*, user, project: Project, blur_images: bool) -> AnnotatorPreference:
-    pref, _ = AnnotatorPreference.objects.get_or_create(user=user, project=project)
-    pref.blur_images = bool(blur_images)
-    pref.save(update_fields=["blur_images"])
-    return pref

@@ -1,0 +1,110 @@
+"""What a release holds besides the records: pseudonyms of annotators, candidates by item, the
+quality reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.db.models import Min
+from django.db.models.functions import Coalesce
+
+from adjudication.models import GoldRecord
+from annotation.models import Annotation
+from candidates.models import Candidate
+from projects.models import Project
+from quality.audits import audit_report_for_export
+from quality.reports import agreement_report_for_export
+
+# ------------------------------------------------------------------------------------------
+# Pseudonyms
+# ------------------------------------------------------------------------------------------
+
+PSEUDONYM_PREFIX = {"annotation": "annotator", "audit": "auditor"}
+
+
+def annotator_pseudonyms(*, project: Project) -> dict[tuple[str, int], str]:
+    """{(kind, user id): "annotator-01" / "auditor-01" / "reviewer-01"} for the project.
+
+    Numbered by each person's first submission (first gold decision for reviewers), ties by
+    user id: a person keeps their number as the project grows, and usernames never leave.
+    """
+    out: dict[tuple[str, int], str] = {}
+    rows = (
+        Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED)
+        .values("kind", "annotator_id")
+        .annotate(first=Min(Coalesce("first_submitted_at", "submitted_at", "created_at")))
+        .order_by("kind", "first", "annotator_id")
+    )
+    numbers: dict[str, int] = {}
+    for r in rows:
+        prefix = PSEUDONYM_PREFIX.get(r["kind"], r["kind"])
+        numbers[prefix] = numbers.get(prefix, 0) + 1
+        out[(r["kind"], r["annotator_id"])] = f"{prefix}-{numbers[prefix]:02d}"
+    reviewers = (
+        GoldRecord.objects.filter(item__project=project, decided_by__isnull=False)
+        .values("decided_by_id")
+        .annotate(first=Min("created_at"))
+        .order_by("first", "decided_by_id")
+    )
+    for k, r in enumerate(reviewers, start=1):
+        out[("reviewer", r["decided_by_id"])] = f"reviewer-{k:02d}"
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Candidates (bulk form of candidates.selectors.candidates_with_identity)
+# ------------------------------------------------------------------------------------------
+
+CANDIDATE_COLUMNS = (
+    "id",
+    "item_id",
+    "provider_id",
+    "provider__name",
+    "provider__kind",
+    "model_name",
+    "prompt_version",
+    "fields",
+    "removed",
+    "think",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+)
+
+
+def candidates_by_item(*, project: Project, chunk_size: int = 2000) -> Iterator[tuple[int, list[dict]]]:
+    """(item id, candidates) in item order, streamed: for each item, the latest successful
+    candidate of each provider, sorted by provider name then id. Same rule as
+    ``candidates.selectors.candidates_with_identity`` (a test holds them equal), one query for
+    the whole project instead of one per item."""
+    rows = (
+        Candidate.objects.filter(item__project=project, parse_error="")
+        .order_by("item_id", "provider_id", "-created_at", "-id")
+        .values_list(*CANDIDATE_COLUMNS)
+    )
+    current: int | None = None
+    latest: dict[int, dict] = {}
+    for row in rows.iterator(chunk_size=chunk_size):
+        rec = dict(zip(CANDIDATE_COLUMNS, row))
+        if rec["item_id"] != current:
+            if current is not None:
+                yield current, sorted(latest.values(), key=lambda c: (c["provider__name"], c["id"]))
+            current, latest = rec["item_id"], {}
+        latest.setdefault(rec["provider_id"], rec)
+    if current is not None:
+        yield current, sorted(latest.values(), key=lambda c: (c["provider__name"], c["id"]))
+
+
+# ------------------------------------------------------------------------------------------
+# Quality reports (written by the quality app)
+# ------------------------------------------------------------------------------------------
+
+
+def quality_reports_for_export(*, project: Project) -> tuple[dict, dict]:
+    """(agreement.json, audit.json) contents from ``quality.selectors``."""
+    agreement = agreement_report_for_export(project=project)
+    audit = audit_report_for_export(project=project)
+    if audit is None:
+        audit = {"status": "no audit", "reason": "no candidate-blind audit has been run on this project"}
+    return agreement, audit

@@ -1,0 +1,173 @@
+"""Published releases: their folders and files, records, diffs between releases, build jobs."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.http import Http404
+
+from exports.models import ExportJob, Release
+from projects.models import Project
+
+# ------------------------------------------------------------------------------------------
+# Releases
+# ------------------------------------------------------------------------------------------
+
+
+def releases_root() -> Path:
+    configured = getattr(settings, "CONCORD_RELEASES_DIR", "")
+    return Path(configured) if configured else Path(settings.VAR_DIR) / "releases"
+
+
+def releases_for_project(*, project: Project):
+    return Release.objects.filter(project=project).select_related("created_by").order_by("-number")
+
+
+def release_get_for_project(*, project: Project, number) -> Release:
+    try:
+        return Release.objects.get(project=project, number=int(number))
+    except (Release.DoesNotExist, TypeError, ValueError):
+        raise Http404(f"No release v{number} in this project") from None
+
+
+def release_dir(release: Release) -> Path:
+    return releases_root() / release.directory
+
+
+_IMAGE_NAME = re.compile(r"^images/([0-9a-f]{64})\.(jpg|png|gif|webp)$")
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    name: str
+    path: Path
+    sha256: str
+    bytes: int
+
+
+def release_files(release: Release) -> list[dict]:
+    """Top-level files of the release with their sha256 (from the manifest), manifest included."""
+    files = [{"name": name, **meta} for name, meta in sorted(release.manifest.get("files", {}).items())]
+    files.append(
+        {
+            "name": "manifest.json",
+            "sha256": release.manifest_sha256,
+            "bytes": (release_dir(release) / "manifest.json").stat().st_size,
+        }
+    )
+    return files
+
+
+def release_file_get(*, release: Release, name: str) -> ReleaseFile:
+    """A file of the release by its name in the manifest (or an included image); 404 otherwise.
+
+    Names are looked up, never joined blindly: nothing outside the release folder is reachable.
+    """
+    root = release_dir(release)
+    if name == "manifest.json":
+        path = root / name
+        return ReleaseFile(name, path, release.manifest_sha256, path.stat().st_size)
+    meta = release.manifest.get("files", {}).get(name)
+    if meta is not None:
+        return ReleaseFile(name, root / name, meta["sha256"], meta["bytes"])
+    match = _IMAGE_NAME.match(name)
+    if match:
+        path = root / name
+        if path.is_file():
+            # Content-addressed: the name is the sha256 (listed with its size in images.jsonl).
+            return ReleaseFile(name, path, match.group(1), path.stat().st_size)
+    raise Http404(f"No file {name!r} in release v{release.number}")
+
+
+def release_records(release: Release, *, split: str | None = None) -> Iterator[bytes]:
+    """records.jsonl lines (bytes, newline included), optionally only one split's."""
+    path = release_dir(release) / "records.jsonl"
+    with open(path, "rb") as fh:
+        for line in fh:
+            if split is None or json.loads(line)["split"] == split:
+                yield line
+
+
+def _records_by_id(release: Release) -> Iterator[dict]:
+    with open(release_dir(release) / "records.jsonl", "rb") as fh:
+        for line in fh:
+            yield json.loads(line)
+
+
+def _changed_fields(a: dict, b: dict) -> list[str]:
+    changed = []
+    for key in sorted(set(a) | set(b)):
+        if key == "gold":
+            ga, gb = a.get("gold") or {}, b.get("gold") or {}
+            changed += [f"gold.{k}" for k in sorted(set(ga) | set(gb)) if ga.get(k) != gb.get(k)]
+        elif a.get(key) != b.get(key):
+            changed.append(key)
+    return changed
+
+
+def release_diff(*, old: Release, new: Release, limit: int = 500) -> dict:
+    """Items added, removed and changed (with the changed fields) from ``old`` to ``new``.
+
+    Both records.jsonl files are sorted by item id, so this is a merge join: memory is flat in
+    the number of records; at most ``limit`` changes are listed (the counts are complete).
+    """
+    counts = {"added": 0, "removed": 0, "changed": 0, "unchanged": 0}
+    field_counts: dict[str, int] = {}
+    changes: list[dict] = []
+
+    def note(kind: str, rec: dict, fields: list[str] | None = None) -> None:
+        counts[kind] += 1
+        if len(changes) < limit:
+            entry = {"kind": kind, "item_id": rec["item_id"], "source_id": rec.get("source_id", "")}
+            if fields is not None:
+                entry["fields"] = fields
+            changes.append(entry)
+
+    a_iter, b_iter = _records_by_id(old), _records_by_id(new)
+    a, b = next(a_iter, None), next(b_iter, None)
+    while a is not None or b is not None:
+        if b is None or (a is not None and a["item_id"] < b["item_id"]):
+            note("removed", a)
+            a = next(a_iter, None)
+        elif a is None or b["item_id"] < a["item_id"]:
+            note("added", b)
+            b = next(b_iter, None)
+        else:
+            fields = _changed_fields(a, b)
+            if fields:
+                for f in fields:
+                    field_counts[f] = field_counts.get(f, 0) + 1
+                note("changed", b, fields)
+            else:
+                counts["unchanged"] += 1
+            a, b = next(a_iter, None), next(b_iter, None)
+    return {
+        "from": old.number,
+        "to": new.number,
+        "identical": old.manifest_sha256 == new.manifest_sha256,
+        "counts": counts,
+        "changed_fields": dict(sorted(field_counts.items())),
+        "changes": changes,
+        "truncated": sum(counts[k] for k in ("added", "removed", "changed")) > len(changes),
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# Export jobs
+# ------------------------------------------------------------------------------------------
+
+
+def export_jobs_for_project(*, project: Project, limit: int = 10):
+    return ExportJob.objects.filter(project=project).select_related("release", "created_by")[:limit]
+
+
+def export_job_get_for_project(*, project: Project, job_id) -> ExportJob:
+    try:
+        return ExportJob.objects.select_related("release").get(project=project, pk=int(job_id))
+    except (ExportJob.DoesNotExist, TypeError, ValueError):
+        raise Http404("No such export job") from None

@@ -1,0 +1,326 @@
+"""The split plan of the next release: exact duplicates removed, groups, strata, the seeded
+assignment and its integrity check (the allocation itself is exports.splitting).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db.models import Q
+
+from adjudication.models import GoldRecord
+from exports.models import NearDuplicatePair, PairStatus
+from exports.selectors.duplicates import pair_counts
+from exports.splitting import (
+    SPLITS,
+    IntegrityReport,
+    check_ratios,
+    exact_duplicate_groups,
+    group_ids,
+    integrity_check,
+    stratified_group_split,
+)
+from projects.fieldtypes import REGISTRY
+from projects.models import Item, Project, Stage
+
+NONE_LABEL = "(none)"
+
+
+# ------------------------------------------------------------------------------------------
+# Split plan
+# ------------------------------------------------------------------------------------------
+
+
+def _with_role(schema: dict, role: str) -> list[dict]:
+    return [f for f in schema["fields"] if role in REGISTRY[f["type"]].roles]
+
+
+def strata_fields(schema: dict) -> list[str]:
+    """Stratification fields: the schema's first two fields whose type is a stratum (choices;
+    meme3w: label and target_category; aha: is_hateful). None: one stratum."""
+    return [f["name"] for f in _with_role(schema, "stratum")][:2]
+
+
+def coco_fields(schema: dict) -> tuple[dict | None, dict | None]:
+    """(region field, category field) for coco.json. The category is the category-typed field
+    shown under the same condition as the boxes (meme3w: target_category), else the second one."""
+    regions = _with_role(schema, "region")
+    boxes = regions[0] if regions else None
+    if boxes is None:
+        return None, None
+    choices = _with_role(schema, "category")
+    same_condition = [f for f in choices if f.get("visible_if") and f.get("visible_if") == boxes.get("visible_if")]
+    category = same_condition[0] if same_condition else (choices[1] if len(choices) > 1 else None)
+    return boxes, category
+
+
+def released_gold_queryset(*, project: Project):
+    """Current gold of the project's items that may be released (not excluded by a lead)."""
+    return GoldRecord.objects.filter(item__project=project, is_current=True).exclude(item__stage=Stage.EXCLUDED)
+
+
+def order_key(seed: int, stable_key: str) -> int:
+    """Seeded 64-bit order key of an item: same seed and data, same order, on any database."""
+    return int.from_bytes(hashlib.blake2b(f"{seed}:{stable_key}".encode(), digest_size=8).digest(), "big")
+
+
+@dataclass
+class SplitPlan:
+    """Who is released, in which split, and why the others are not. Arrays are per project item
+    (``node_ids`` ascending); see exports.splitting for the algorithm."""
+
+    node_ids: np.ndarray
+    released: np.ndarray
+    splits: np.ndarray
+    group_of: np.ndarray  # item id of the group's representative (smallest id), per node
+    strata: np.ndarray
+    strata_fields: list[str]
+    strata_labels: list[tuple]
+    excluded: list[dict]
+    integrity: IntegrityReport
+    pairs: dict
+    ratios: tuple
+    seed: int
+    threshold: int
+    edges_count: int
+    sizes: dict = field(default_factory=dict)
+
+    def index_of(self, item_id: int) -> int | None:
+        i = int(np.searchsorted(self.node_ids, item_id))
+        return i if i < len(self.node_ids) and self.node_ids[i] == item_id else None
+
+    def split_of(self, item_id: int) -> str | None:
+        """The item's split, or None when it is not released."""
+        i = self.index_of(item_id)
+        if i is None or not self.released[i]:
+            return None
+        return SPLITS[self.splits[i]]
+
+    def group_of_item(self, item_id: int) -> int:
+        return int(self.group_of[self.index_of(item_id)])
+
+    @property
+    def released_ids(self) -> np.ndarray:
+        return self.node_ids[self.released]
+
+    def stratum_table(self) -> list[dict]:
+        """Per stratum: the stratum's values and its item count per split (released items)."""
+        rows = []
+        idx = np.flatnonzero(self.released)
+        if not len(idx):
+            return rows
+        table = np.zeros((len(self.strata_labels), 3), dtype=np.int64)
+        np.add.at(table, (self.strata[idx], self.splits[idx].astype(np.int64)), 1)
+        for code, label in enumerate(self.strata_labels):
+            counts = table[code].tolist()
+            if sum(counts):
+                rows.append(
+                    {
+                        "stratum": dict(zip(self.strata_fields, label)),
+                        "counts": dict(zip(SPLITS, counts)),
+                        "total": sum(counts),
+                    }
+                )
+        rows.sort(key=lambda r: [str(v) for v in r["stratum"].values()])
+        return rows
+
+    def groups_summary(self, *, limit: int | None = None) -> list[dict]:
+        """Multi-member groups among released items: representative, members, split."""
+        idx = np.flatnonzero(self.released)
+        reps = self.group_of[idx]
+        uniq, inverse, counts = np.unique(reps, return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
+        out = []
+        for g in np.flatnonzero(counts > 1).tolist():
+            members = idx[inverse == g]
+            out.append(
+                {
+                    "group": int(uniq[g]),
+                    "item_ids": self.node_ids[members].tolist(),
+                    "split": SPLITS[self.splits[members[0]]],
+                }
+            )
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def as_json(self, *, integrity: bool = True) -> dict:
+        """splits.json (without per-item lists: every record carries its split)."""
+        out = {
+            "seed": self.seed,
+            "ratios": dict(zip(SPLITS, [round(r, 6) for r in self.ratios])),
+            "strata_fields": self.strata_fields,
+            "sizes": self.sizes,
+            "by_stratum": self.stratum_table(),
+            "excluded": self.excluded,
+            "near_duplicates": {
+                **self.pairs,
+                "threshold": self.threshold,
+                "rule": "pairs judged 'same' and unreviewed pairs within the threshold link items "
+                "into one group; a group is assigned to one split",
+            },
+            "groups": self.groups_summary(),
+        }
+        if integrity:
+            out["integrity"] = self.integrity.as_dict()
+        return out
+
+
+def _pixel_key(pixel_hash: str) -> int:
+    return int(pixel_hash[:16], 16)
+
+
+def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
+    """Compute the split assignment of the project's current gold (SPEC section 1 step 5).
+
+    1. Released candidates: items with a current gold record, not excluded by a lead.
+    2. Exact duplicates (same decoded pixels) among them: the earliest item is kept, the others
+       are excluded with the reason (exports.splitting.exact_duplicate_groups).
+    3. Groups: union-find over the near-duplicate pairs judged "same", the unreviewed pairs
+       within the project's threshold (conservative) and the import's exact-duplicate links, on
+       all project items, so a link through an item that is not released still counts.
+    4. Stratified group split (exports.splitting) from project.split_seed.
+    5. Integrity check of the result, recomputed from the raw links.
+
+    Memory: a few numpy arrays per project item (about 40 bytes an item).
+    """
+    ids: list[int] = []
+    pixel_keys: list[int] = []
+    dup_of: list[int] = []
+    keys: list[int] = []
+    seed = project.split_seed
+    rows = (
+        Item.objects.filter(project=project)
+        .order_by("id")
+        .values_list("id", "pixel_hash", "duplicate_of_id", "import_key")
+    )
+    for item_id, pixel_hash, duplicate_of_id, import_key in rows.iterator(chunk_size=chunk_size):
+        ids.append(item_id)
+        pixel_keys.append(_pixel_key(pixel_hash))
+        dup_of.append(duplicate_of_id or -1)
+        keys.append(order_key(seed, import_key))
+    node_ids = np.asarray(ids, dtype=np.int64)
+    pixel_arr = np.asarray(pixel_keys, dtype=np.uint64)
+    dup_arr = np.asarray(dup_of, dtype=np.int64)
+    key_arr = np.asarray(keys, dtype=np.uint64)
+    del ids, pixel_keys, dup_of, keys
+    n = len(node_ids)
+
+    def index(item_ids: np.ndarray) -> np.ndarray:
+        pos = np.searchsorted(node_ids, item_ids)
+        pos = np.minimum(pos, max(n - 1, 0))
+        found = node_ids[pos] == item_ids if n else np.zeros(len(item_ids), dtype=bool)
+        return np.where(found, pos, -1)
+
+    # 1. gold + strata
+    fields = strata_fields(project.schema)
+    eligible = np.zeros(n, dtype=bool)
+    strata = np.zeros(n, dtype=np.int32)
+    labels: dict[tuple, int] = {}
+    # Key transforms (decoded JSON values, None for null on every backend), not the whole record.
+    gold_rows = (
+        released_gold_queryset(project=project)
+        .order_by("item_id")
+        .values_list("item_id", *[f"values__{name}" for name in fields])
+    )
+    g_ids: list[int] = []
+    g_codes: list[int] = []
+    for item_id, *values in gold_rows.iterator(chunk_size=chunk_size):
+        label = tuple(NONE_LABEL if v is None else str(v) for v in values)
+        g_ids.append(item_id)
+        g_codes.append(labels.setdefault(label, len(labels)))
+    if g_ids:
+        pos = index(np.asarray(g_ids, dtype=np.int64))
+        eligible[pos] = True
+        strata[pos] = np.asarray(g_codes, dtype=np.int32)
+    del g_ids, g_codes
+
+    # 2. exact duplicates among the eligible: only hashes seen twice need their full value
+    excluded: list[dict] = []
+    released = eligible.copy()
+    elig_idx = np.flatnonzero(eligible)
+    if len(elig_idx):
+        _, inverse, counts = np.unique(pixel_arr[elig_idx], return_inverse=True, return_counts=True)
+        suspects = node_ids[elig_idx[counts[inverse.reshape(-1)] > 1]].tolist()
+        if suspects:
+            full = dict(Item.objects.filter(pk__in=suspects).values_list("id", "pixel_hash"))
+            ordered = sorted(suspects)
+            for indices in exact_duplicate_groups([full[i] for i in ordered]).values():
+                kept = ordered[indices[0]]
+                for k in indices[1:]:
+                    removed = ordered[k]
+                    released[index(np.asarray([removed]))[0]] = False
+                    excluded.append(
+                        {
+                            "item_id": removed,
+                            "duplicate_of": kept,
+                            "reason": f"exact duplicate (same decoded pixels) of item {kept}, which is kept",
+                        }
+                    )
+    excluded.sort(key=lambda e: e["item_id"])
+
+    # 3. links
+    threshold = project.phash_threshold
+    pair_rows = (
+        NearDuplicatePair.objects.filter(project=project)
+        .filter(Q(status=PairStatus.SAME) | Q(status=PairStatus.UNREVIEWED, distance__lte=threshold))
+        .values_list("item_a_id", "item_b_id")
+    )
+    pa_list: list[int] = []
+    pb_list: list[int] = []
+    for a, b in pair_rows.iterator(chunk_size=chunk_size):
+        pa_list.append(a)
+        pb_list.append(b)
+    edge_a = index(np.asarray(pa_list, dtype=np.int64))
+    edge_b = index(np.asarray(pb_list, dtype=np.int64))
+    has_dup = np.flatnonzero(dup_arr >= 0)
+    dup_target = index(dup_arr[has_dup])
+    edges = np.concatenate(
+        [
+            np.stack([edge_a, edge_b], axis=1).reshape(-1, 2),
+            np.stack([has_dup, dup_target], axis=1).reshape(-1, 2),
+        ]
+    ).astype(np.int64)
+    edges = edges[(edges >= 0).all(axis=1)]
+    groups = group_ids(n, edges) if n else np.zeros(0, dtype=np.int64)
+
+    # 4. split
+    ratios = check_ratios(project.split_ratios)
+    splits = np.full(n, -1, dtype=np.int8)
+    rel_idx = np.flatnonzero(released)
+    if len(rel_idx):
+        splits[rel_idx] = stratified_group_split(
+            groups=groups[rel_idx], strata=strata[rel_idx], order_keys=key_arr[rel_idx], ratios=ratios
+        )
+
+    # 5. proof
+    report = integrity_check(node_ids=node_ids, released=released, splits=splits, pixel_keys=pixel_arr, edges=edges)
+    sizes = {name: int((splits[rel_idx] == code).sum()) for code, name in enumerate(SPLITS)}
+    pairs = pair_counts(project=project)
+    label_list = [None] * len(labels)
+    for label, code in labels.items():
+        label_list[code] = label
+    return SplitPlan(
+        node_ids=node_ids,
+        released=released,
+        splits=splits,
+        group_of=node_ids[groups] if n else np.zeros(0, dtype=np.int64),
+        strata=strata,
+        strata_fields=fields,
+        strata_labels=label_list,
+        excluded=excluded,
+        integrity=report,
+        pairs={
+            "same": pairs["same"],
+            "different": pairs["different"],
+            "unreviewed": pairs["unreviewed_within_threshold"],
+            "unreviewed_beyond_threshold": pairs["unreviewed"] - pairs["unreviewed_within_threshold"],
+        },
+        ratios=ratios,
+        seed=seed,
+        threshold=threshold,
+        edges_count=len(edges),
+        sizes=sizes,
+    )
