@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from adjudication.services import adjudication_next, gold_decide
 from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, items_open, ready
 from annotation.services import assignment_claim_next
 from projects.factories import source_write
@@ -47,16 +46,6 @@ def gold_create(
     """Identical annotations by every annotator: each item becomes gold without review."""
     items_open(items)
     annotate_all(project, annotators, values_for=lambda item, user: values_for(item))
-
-
-def gold_decide_all(project: Project, reviewer, *, pick: int = 1) -> int:
-    """The reviewer decides every open adjudication task by taking Annotator ``pick``'s values."""
-    n = 0
-    while (task := adjudication_next(project=project, reviewer=reviewer)) is not None:
-        decisions = {name: {"pick": pick} for name, outcome in task.comparison.items() if outcome != "agree"}
-        gold_decide(task=task, reviewer=reviewer, decisions=decisions, note="", version=task.version)
-        n += 1
-    return n
 
 
 def recompressed(data: bytes, *, quality: int = 40, scale: float = 1.0) -> bytes:

@@ -1,27 +1,52 @@
 from django.contrib import admin
 
-from projects.models import ImportJob, Item, Membership, Project
+from core.admin import JobAdmin, ReadOnlyAdmin
+from projects.models import ImportJob, Item, Membership, Project, SchemaVersion, WorkerHeartbeat
 
 
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 1
+    raw_id_fields = ["user"]
 
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "preset", "schema_version", "annotators_per_item"]
+    list_display = ["name", "slug", "preset", "schema_version", "annotators_per_item", "created_at"]
+    list_filter = ["preset"]
+    search_fields = ["name", "slug"]
     inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "project", "role", "created_at"]
+    list_filter = ["role", "project"]
+    search_fields = ["user__username", "user__email", "project__slug"]
+    raw_id_fields = ["user"]
 
 
 @admin.register(Item)
 class ItemAdmin(admin.ModelAdmin):
-    list_display = ["id", "project", "source_id", "stage", "language"]
-    list_filter = ["project", "stage"]
-    search_fields = ["source_id", "text"]
+    list_display = ["id", "project", "source_id", "stage", "language", "redistributable", "created_at"]
+    list_filter = ["project", "stage", "redistributable", "language"]
+    search_fields = ["source_id", "text", "import_key"]
     raw_id_fields = ["duplicate_of"]
+    readonly_fields = ["import_key", "image", "image_sha256", "image_format", "width", "height", "pixel_hash", "phash"]
+
+
+@admin.register(SchemaVersion)
+class SchemaVersionAdmin(ReadOnlyAdmin):
+    list_display = ["project", "version", "created_at"]
+    list_filter = ["project"]
 
 
 @admin.register(ImportJob)
-class ImportJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "project", "source_name", "status", "imported", "created_at"]
+class ImportJobAdmin(JobAdmin):
+    list_display = [*JobAdmin.list_display, "source_name", "imported", "refused"]
+    search_fields = ["source_name", "error"]
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(ReadOnlyAdmin):
+    list_display = ["token", "hostname", "created_at"]

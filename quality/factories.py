@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from adjudication.models import GoldRecord
-from adjudication.services import adjudication_next, gold_decide
 from annotation.models import Kind
 from annotation.services import assignment_claim_next, content_warning_accept
 from candidates.demo import DEMO_MODELS, meme3w_reply
 from candidates.models import Provider
 from candidates.services import candidate_store, provider_create
-from projects.fieldtypes import AGREE
 from projects.models import Item, Stage
 from projects.services import item_stage_set
 from workflow.services import annotation_submit
@@ -46,17 +44,6 @@ def annotate_items(
                 version=claimed.annotation.version,
                 provenance=provenance_for(item, k) if provenance_for else None,
             )
-
-
-def adjudicate_all(project, reviewer, pick: int = 1) -> int:
-    """The reviewer settles every open task by taking Annotator ``pick``'s value for each
-    disputed field. Returns the number of tasks decided."""
-    done = 0
-    while (task := adjudication_next(project=project, reviewer=reviewer)) is not None:
-        decisions = {f: {"pick": pick} for f, outcome in task.comparison.items() if outcome != AGREE}
-        gold_decide(task=task, reviewer=reviewer, decisions=decisions, note="", version=task.version)
-        done += 1
-    return done
 
 
 def audit_submit_all(audit, values_for: Callable[[Item, dict], dict]) -> int:

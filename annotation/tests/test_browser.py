@@ -6,10 +6,11 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.factories import MEME3W_HARMFUL, candidates_create, claim, items_open, ready
+from annotation.factories import MEME3W_HARMFUL, claim, items_open, ready
 from annotation.models import Annotation
 from annotation.services import annotation_save_draft
 from annotation.tests.test_submit import CANDIDATE_REPLIES
+from candidates.factories import candidates_create
 from workflow.services import annotation_submit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

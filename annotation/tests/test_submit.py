@@ -7,10 +7,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, candidates_create, claim
+from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, claim
 from annotation.models import Annotation, AnnotationRevision, Assignment
 from annotation.selectors import annotation_state, submitted_annotations_for_item
 from annotation.services import ItemClosed, NotAssigned, annotation_audit_assign, annotation_save_draft
+from candidates.factories import candidates_create
 from core.errors import Invalid as InvalidValues
 from core.errors import StaleVersion
 from projects.models import Stage

@@ -7,18 +7,11 @@ import json
 import pytest
 from django.urls import reverse
 
-from annotation.factories import (
-    MEME3W_HARMFUL,
-    MODEL_NAMES,
-    PROVIDER_NAMES,
-    candidates_create,
-    claim,
-    items_open,
-    ready,
-)
+from annotation.factories import MEME3W_HARMFUL, claim, items_open, ready
 from annotation.models import Annotation, AnnotatorPreference
 from annotation.services import annotation_audit_assign, annotation_save_draft
 from annotation.tests.test_submit import CANDIDATE_REPLIES
+from candidates.factories import MODEL_NAMES, PROVIDER_NAMES, candidates_create
 from workflow.services import annotation_submit
 
 pytestmark = pytest.mark.django_db

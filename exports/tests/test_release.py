@@ -10,12 +10,14 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from adjudication.factories import gold_decide_all
 from adjudication.services import adjudication_next, gold_decide, gold_send_back
-from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, candidates_create
+from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL
 from annotation.models import Annotation
+from candidates.factories import candidates_create
 from candidates.selectors import candidates_with_identity
 from core.errors import Busy, Invalid
-from exports.factories import annotate_all, gold_create, gold_decide_all, items_import, recompressed
+from exports.factories import annotate_all, gold_create, items_import, recompressed
 from exports.models import ExportJob, NearDuplicatePair, Release
 from exports.selectors import candidates_by_item, release_dir, releases_root
 from exports.services import (

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from quality.factories import adjudicate_all, annotate_items
+from adjudication.factories import gold_decide_all
+from quality.factories import annotate_items
 
 ZORG = "people from Planet Zorg"
 
@@ -62,5 +63,5 @@ def annotated(project, six_items, annotator_a, annotator_b):
 
 @pytest.fixture
 def gold_project(project, annotated, reviewer):
-    adjudicate_all(project, reviewer, pick=1)
+    gold_decide_all(project, reviewer, pick=1)
     return project

@@ -3,7 +3,7 @@ and by annotator, and each model's own scores against gold."""
 
 from __future__ import annotations
 
-from annotation.factories import PROVIDER_NAMES, candidates_create
+from candidates.factories import PROVIDER_NAMES, candidates_create
 from candidates.models import Candidate
 from candidates.selectors import candidate_id_for_letter, candidates_for_annotator
 from quality.anchoring import anchoring_report

@@ -64,7 +64,7 @@ def test_table9_hand_checked_on_three_items(project, gold3, lead, auditor):
 
 
 def test_models_are_rescored_against_blind_and_gold(project, gold3, lead, auditor):
-    from annotation.factories import candidates_create
+    from candidates.factories import candidates_create
 
     index = {it.pk: i for i, it in enumerate(gold3)}
     for item in gold3:  # model 0 reproduces gold, model 1 reproduces the blind annotation

@@ -16,16 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adjudication.services import adjudication_next, gold_decide
-from annotation.factories import (
-    MEME3W_HARMFUL,
-    MODEL_NAMES,
-    PROVIDER_NAMES,
-    candidates_create,
-    claim,
-    items_open,
-    ready,
-)
+from annotation.factories import MEME3W_HARMFUL, claim, items_open, ready
 from annotation.services import annotation_save_draft
+from candidates.factories import MODEL_NAMES, PROVIDER_NAMES, candidates_create
 from candidates.services import candidate_job_start
 from exports.factories import gold_create, items_import, recompressed
 from exports.models import NearDuplicatePair
