@@ -33,6 +33,8 @@ def _isolated_media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.VAR_DIR = tmp_path / "var"
     settings.VAR_DIR.mkdir()
+    # The fake LLM servers listen on 127.0.0.1; candidates/tests/test_endpoints.py turns this off.
+    settings.CONCORD_ALLOW_PRIVATE_PROVIDER_URLS = True
 
 
 @pytest.fixture(autouse=True)

@@ -15,8 +15,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from django.conf import settings
-
+from candidates.endpoints import replay_file_path
 from candidates.models import Candidate, Provider, ProviderKind
 from candidates.services import candidate_job_run_inline, candidate_job_start, provider_create
 from core.errors import ServiceError
@@ -143,7 +142,9 @@ def demo_candidates_load(*, project: Project, lead=None) -> int:
     """
     if project.preset not in REPLIES:
         return 0
-    path = Path(settings.VAR_DIR) / "demo_candidates" / f"{project.slug}.jsonl"
+    name = "demo-replies.jsonl"
+    path = replay_file_path(project.pk, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
     demo_replay_write(project=project, path=path)
     for model in DEMO_MODELS:
         existing = Provider.objects.filter(project=project, name=model).first()
@@ -153,12 +154,12 @@ def demo_candidates_load(*, project: Project, lead=None) -> int:
                 name=model,
                 kind=ProviderKind.REPLAY,
                 model=model,
-                replay_path=str(path),
+                replay_file=name,
                 requests_per_minute=6000,
                 timeout_seconds=10,
             )
-        elif existing.replay_path != str(path.resolve()):
-            Provider.objects.filter(pk=existing.pk).update(replay_path=str(path.resolve()))
+        elif existing.replay_file != name:
+            Provider.objects.filter(pk=existing.pk).update(replay_file=name)
     before = Candidate.objects.filter(item__project=project).count()
     try:
         job = candidate_job_start(project=project, user=lead, enqueue=False)

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import json
 
+from candidates.endpoints import replay_file_path
 from candidates.models import Provider
 from candidates.services import candidate_store, provider_create
 
 PROVIDER_NAMES = ["SecretProviderAlpha", "SecretProviderBeta", "SecretProviderGamma"]
 MODEL_NAMES = ["gpt-4o-hidden-model", "gemini-hidden-model", "qwen-vl-hidden-model"]
+
+
+def replay_file_write(project, lines: list[dict] | str, name: str = "replay.jsonl") -> str:
+    """Put a replay file into the project's replay folder (as an upload would); returns its name."""
+    path = replay_file_path(project.pk, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = lines if isinstance(lines, str) else "".join(json.dumps(line) + "\n" for line in lines)
+    path.write_text(text)
+    return name
 
 
 def candidates_create(item, replies: list[dict], *, prompt_version: str = "v1"):

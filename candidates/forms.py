@@ -23,11 +23,16 @@ class ProviderForm(forms.Form):
         label="API key environment variable",
         help_text="The NAME of the variable (e.g. OPENAI_API_KEY), never the key.",
     )
-    replay_path = forms.CharField(
-        max_length=500,
+    replay_file = forms.CharField(
+        max_length=100,
         required=False,
         label="Replay file (JSONL)",
-        help_text="Replay providers only; a path inside the server's var directory.",
+        help_text="Replay providers only: the name of a file of this project (or upload one below).",
+    )
+    replay_upload = forms.FileField(
+        required=False,
+        label="Upload a replay file",
+        help_text='JSONL, one {"source_id" | "item_id" | "import_key", "reply"} per line; stored for this project.',
     )
     requests_per_minute = forms.IntegerField(min_value=1, max_value=100_000, initial=60)
     timeout_seconds = forms.FloatField(min_value=1, max_value=300, initial=60, label="Timeout (seconds)")

@@ -40,10 +40,11 @@ class Provider(models.Model):
         blank=True,
         help_text="NAME of the environment variable holding the API key. The key itself is never stored.",
     )
-    replay_path = models.CharField(
-        max_length=500,
+    replay_file = models.CharField(
+        max_length=100,
         blank=True,
-        help_text='replay: path of a JSONL file with one {"source_id"|"item_id"|"import_key", "reply"} per line.',
+        help_text="replay: name of a JSONL file in the project's replay folder (uploaded on the providers page), "
+        'one {"source_id"|"item_id"|"import_key", "reply"} per line.',
     )
     requests_per_minute = models.PositiveIntegerField(
         default=60, help_text="Rate limit shared by all workers for this provider."

@@ -25,6 +25,8 @@ from typing import Protocol
 
 import httpx
 
+from candidates.endpoints import EndpointRefused, base_url_check, replay_file_path
+
 try:  # the openai and google-genai SDKs of this environment use httpx2
     import httpx2
 except ImportError:  # pragma: no cover
@@ -69,13 +71,19 @@ class ProviderConfig:
 
     @classmethod
     def from_provider(cls, provider) -> ProviderConfig:
+        replay = ""
+        if provider.replay_file:
+            try:
+                replay = str(replay_file_path(provider.project_id, provider.replay_file))
+            except EndpointRefused as exc:
+                raise PermanentProviderError(f"replay file: {exc}") from None
         return cls(
             kind=provider.kind,
             model=provider.model,
             base_url=provider.base_url,
             api_key_env=provider.api_key_env,
             timeout_seconds=provider.timeout_seconds,
-            replay_path=provider.replay_path,
+            replay_path=replay,
         )
 
 
@@ -329,7 +337,7 @@ class ReplayClient:
         try:
             mtime = path.stat().st_mtime
         except OSError as exc:
-            raise PermanentProviderError(f"replay file not readable: {path}") from exc
+            raise PermanentProviderError(f"replay file {path.name} is not readable") from exc
         key = (str(path), mtime)
         with self._lock:
             if key in self._cache:
@@ -391,6 +399,11 @@ CLIENTS = {
 
 
 def client_for(config: ProviderConfig) -> Client:
+    if config.base_url:
+        try:  # again at call time: the name may resolve elsewhere than when it was saved
+            base_url_check(config.base_url)
+        except EndpointRefused as exc:
+            raise PermanentProviderError(f"base URL refused: {exc}") from None
     try:
         return CLIENTS[config.kind](config)
     except KeyError:

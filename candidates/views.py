@@ -22,6 +22,7 @@ from candidates.services import (
     provider_create,
     provider_set_enabled,
     provider_update,
+    replay_file_save,
 )
 from core.errors import Invalid
 from core.views import form_errors, service_errors
@@ -40,14 +41,23 @@ def _provider_rows(project):
     ]
 
 
+def _provider_input(project, form) -> dict:
+    """The form's fields for the service; an uploaded replay file is stored first and named."""
+    data = dict(form.cleaned_data)
+    upload = data.pop("replay_upload", None)
+    if upload is not None:
+        data["replay_file"] = replay_file_save(project=project, uploaded_file=upload)
+    return data
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def providers_page(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
-    form = ProviderForm(request.POST or None, initial={"enabled": True})
+    form = ProviderForm(request.POST or None, request.FILES or None, initial={"enabled": True})
     if request.method == "POST" and form.is_valid():
         with form_errors(form):
-            provider = provider_create(project=project, **form.cleaned_data)
+            provider = provider_create(project=project, **_provider_input(project, form))
             messages.success(request, f"Provider {provider.name} added.")
             return redirect("candidate_providers", slug=project.slug)
     return render(
@@ -67,11 +77,11 @@ def providers_page(request, slug):
 def provider_edit(request, slug, provider_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
     provider = provider_get_for_project(project=project, provider_id=provider_id)
-    initial = {f: getattr(provider, f) for f in ProviderForm.base_fields}
-    form = ProviderForm(request.POST or None, initial=initial)
+    initial = {f: getattr(provider, f) for f in ProviderForm.base_fields if f != "replay_upload"}
+    form = ProviderForm(request.POST or None, request.FILES or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         with form_errors(form):
-            provider_update(provider=provider, **form.cleaned_data)
+            provider_update(provider=provider, **_provider_input(project, form))
             messages.success(request, f"Provider {provider.name} saved.")
             return redirect("candidate_providers", slug=project.slug)
     return render(request, "candidates/provider_form.html", {"project": project, "provider": provider, "form": form})

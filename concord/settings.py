@@ -153,6 +153,9 @@ CONCORD_IMPORT_MAX_ROWS = env_int("CONCORD_IMPORT_MAX_ROWS", 1_000_000, minimum=
 CONCORD_IMPORT_MAX_ROW_BYTES = env_int("CONCORD_IMPORT_MAX_ROW_BYTES", 64 * 1024, minimum=1024)
 CONCORD_IMPORT_MAX_METADATA_BYTES = env_int("CONCORD_IMPORT_MAX_METADATA_BYTES", 16 * 1024, minimum=2)
 CONCORD_MAX_TEXT_LENGTH = env_int("CONCORD_MAX_TEXT_LENGTH", 10_000, minimum=1)
+# Provider base URLs on this machine or a private network (a self-hosted vLLM) are refused
+# unless allowed here (candidates.endpoints): without it, a lead could aim requests at Redis.
+CONCORD_ALLOW_PRIVATE_PROVIDER_URLS = env_bool("CONCORD_ALLOW_PRIVATE_PROVIDER_URLS", False)
 
 REDIS_URL = env_str("REDIS_URL")
 BROKER_DIR = VAR_DIR / "broker"

@@ -42,6 +42,7 @@ def test_task_goes_through_redis_to_a_worker_and_lands_in_postgres(tmp_path):
         **os.environ,
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
         "CONCORD_VAR_DIR": str(tmp_path),
+        "CONCORD_ALLOW_PRIVATE_PROVIDER_URLS": "1",
     }
     worker = subprocess.Popen(
         [

@@ -29,4 +29,5 @@ from candidates.services.setup import (  # noqa: F401
     provider_create,
     provider_set_enabled,
     provider_update,
+    replay_file_save,
 )

@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from candidates.endpoints import MAX_REPLAY_BYTES, EndpointRefused, base_url_check, replay_file_path
 from candidates.models import Provider, ProviderKind
 from core.errors import Invalid
 from projects.models import Project
@@ -24,19 +23,22 @@ MAX_TIMEOUT_SECONDS = 300.0  # below the task's soft time limit (tasks.py)
 # -- providers ---------------------------------------------------------------------------------
 
 
-def _replay_path_clean(value: str) -> str:
-    # Replay files are read by the server: confine them to the var directory so a lead cannot
-    # point a provider at arbitrary files on the host.
-    root = Path(settings.VAR_DIR).resolve()
-    path = Path(value)
-    path = (path if path.is_absolute() else root / path).resolve()
-    if root != path and root not in path.parents:
-        raise Invalid(
-            "The replay file must be inside the var folder.", errors={"replay_path": f"must be inside {root}"}
-        )
-    if not path.is_file():
-        raise Invalid("No such replay file.", errors={"replay_path": f"no such file: {path}"})
-    return str(path)
+def replay_file_save(*, project: Project, uploaded_file) -> str:
+    """Store an uploaded replay JSONL in the project's replay folder; returns its name."""
+    name = Path(uploaded_file.name or "").name
+    try:
+        path = replay_file_path(project.pk, name)
+    except EndpointRefused as exc:
+        raise Invalid(f"The replay file name cannot be used: {exc}.", errors={"replay_upload": str(exc)}) from None
+    if uploaded_file.size is not None and uploaded_file.size > MAX_REPLAY_BYTES:
+        raise Invalid(f"A replay file has at most {MAX_REPLAY_BYTES:,} bytes.", errors={"replay_upload": "too large"})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".part")
+    with open(tmp, "wb") as fh:
+        for chunk in uploaded_file.chunks():
+            fh.write(chunk)
+    tmp.replace(path)
+    return name
 
 
 def _provider_clean(
@@ -48,17 +50,17 @@ def _provider_clean(
     model: str,
     base_url: str,
     api_key_env: str,
-    replay_path: str,
+    replay_file: str,
     requests_per_minute: int,
     timeout_seconds: float,
 ) -> dict:
     errors: dict[str, str] = {}
-    name, model, base_url, api_key_env, replay_path = (
+    name, model, base_url, api_key_env, replay_file = (
         (name or "").strip(),
         (model or "").strip(),
         (base_url or "").strip(),
         (api_key_env or "").strip(),
-        (replay_path or "").strip(),
+        (replay_file or "").strip(),
     )
     if not name:
         errors["name"] = "Give the provider a name."
@@ -74,9 +76,10 @@ def _provider_clean(
         errors["model"] = "At most 200 characters."
     if base_url:
         # Not URLValidator: self-hosted servers often have bare host names (http://vllm:8000/v1).
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in base_url):
-            errors["base_url"] = "Give an http(s) URL, e.g. http://127.0.0.1:8000/v1."
+        try:
+            base_url_check(base_url)
+        except EndpointRefused as exc:
+            errors["base_url"] = f"This URL cannot be used: {exc}."
     elif kind == ProviderKind.OPENAI_COMPATIBLE:
         errors["base_url"] = "An OpenAI-compatible server needs its base URL (e.g. http://gpu-host:8000/v1)."
     if api_key_env and not ENV_NAME.match(api_key_env):
@@ -87,15 +90,16 @@ def _provider_clean(
     elif not api_key_env and kind in (ProviderKind.OPENAI, ProviderKind.GEMINI):
         errors["api_key_env"] = "Name the environment variable that holds the API key (e.g. OPENAI_API_KEY)."
     if kind == ProviderKind.REPLAY:
-        if not replay_path:
-            errors["replay_path"] = "A replay provider needs a JSONL file."
+        if not replay_file:
+            errors["replay_file"] = "A replay provider needs a JSONL file: upload one, or name a file of this project."
         else:
             try:
-                replay_path = _replay_path_clean(replay_path)
-            except Invalid as exc:
-                errors.update(exc.errors)
+                if not replay_file_path(project.pk, replay_file).is_file():
+                    errors["replay_file"] = f"This project has no replay file {replay_file!r}: upload it first."
+            except EndpointRefused as exc:
+                errors["replay_file"] = f"{exc}."
     else:
-        replay_path = ""
+        replay_file = ""
     try:
         requests_per_minute = int(requests_per_minute)
         if not 1 <= requests_per_minute <= 100_000:
@@ -116,7 +120,7 @@ def _provider_clean(
         "model": model,
         "base_url": base_url,
         "api_key_env": api_key_env,
-        "replay_path": replay_path,
+        "replay_file": replay_file,
         "requests_per_minute": requests_per_minute,
         "timeout_seconds": timeout_seconds,
     }
@@ -130,7 +134,7 @@ def provider_create(
     model: str,
     base_url: str = "",
     api_key_env: str = "",
-    replay_path: str = "",
+    replay_file: str = "",
     requests_per_minute: int = 60,
     timeout_seconds: float = 60.0,
     enabled: bool = True,
@@ -144,7 +148,7 @@ def provider_create(
         model=model,
         base_url=base_url,
         api_key_env=api_key_env,
-        replay_path=replay_path,
+        replay_file=replay_file,
         requests_per_minute=requests_per_minute,
         timeout_seconds=timeout_seconds,
     )
@@ -166,7 +170,7 @@ def provider_update(
     model: str,
     base_url: str = "",
     api_key_env: str = "",
-    replay_path: str = "",
+    replay_file: str = "",
     requests_per_minute: int = 60,
     timeout_seconds: float = 60.0,
     enabled: bool = True,
@@ -179,7 +183,7 @@ def provider_update(
         model=model,
         base_url=base_url,
         api_key_env=api_key_env,
-        replay_path=replay_path,
+        replay_file=replay_file,
         requests_per_minute=requests_per_minute,
         timeout_seconds=timeout_seconds,
     )

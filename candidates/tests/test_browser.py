@@ -7,13 +7,14 @@ import json
 import pytest
 from playwright.sync_api import expect
 
+from candidates.factories import replay_file_write
 from candidates.models import Candidate
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_lead_generates_candidates_and_sees_progress(page, browser_login, live_server, project, lead, items, settings):
-    replay = settings.VAR_DIR / "replay.jsonl"
+    replay = settings.VAR_DIR / "answers.jsonl"
     replay.write_text(
         "".join(json.dumps({"source_id": it.source_id, "reply": {"label": "non-harmful"}}) + "\n" for it in items)
     )
@@ -23,7 +24,7 @@ def test_lead_generates_candidates_and_sees_progress(page, browser_login, live_s
     page.fill("#id_name", "replayer")
     page.select_option("#id_kind", "replay")
     page.fill("#id_model", "replay-model")
-    page.fill("#id_replay_path", str(replay))
+    page.set_input_files("#id_replay_upload", str(replay))
     page.click("text=Add provider")
     expect(page.locator("#providers")).to_contain_text("replayer")
 
@@ -43,11 +44,8 @@ def test_job_page_updates_by_polling(page, browser_login, live_server, project, 
     from candidates.models import CandidateTask
     from candidates.services import candidate_job_start, candidate_task_execute, provider_create
 
-    replay = settings.VAR_DIR / "replay.jsonl"
-    replay.write_text(
-        "".join(json.dumps({"source_id": it.source_id, "reply": {"label": "non-harmful"}}) + "\n" for it in items)
-    )
-    provider_create(project=project, name="r", kind="replay", model="m", replay_path=str(replay))
+    name = replay_file_write(project, [{"source_id": it.source_id, "reply": {"label": "non-harmful"}} for it in items])
+    provider_create(project=project, name="r", kind="replay", model="m", replay_file=name)
     job = candidate_job_start(project=project, user=lead, enqueue=False)  # as if the workers were busy
     browser_login(lead)
     page.goto(f"{live_server.url}/p/{project.slug}/candidates/jobs/{job.pk}/")

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from candidates.factories import replay_file_write
 from candidates.models import Candidate
 from candidates.selectors import (
     AnonymousCandidate,
@@ -19,15 +20,14 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def stored(project, items, tmp_path, settings):
-    path = settings.VAR_DIR / "r.jsonl"
-    path.write_text("")
+    name = replay_file_write(project, "")
     providers = [
         provider_create(
             project=project,
             name=f"secret-provider-{i}",
             kind="replay",
             model=f"secret-model-{i}",
-            replay_path=str(path),
+            replay_file=name,
         )
         for i in range(3)
     ]
@@ -70,11 +70,9 @@ def test_anonymous_candidates_carry_letters_and_fields_only(stored, annotator_a)
 def test_order_is_stable_per_annotator_and_differs_between_annotators(project, items, settings, annotator_a, make_user):
     from projects.services import membership_add
 
-    path = settings.VAR_DIR / "r.jsonl"
-    path.write_text("")
+    name = replay_file_write(project, "")
     providers = [
-        provider_create(project=project, name=f"p{i}", kind="replay", model=f"m{i}", replay_path=str(path))
-        for i in range(3)
+        provider_create(project=project, name=f"p{i}", kind="replay", model=f"m{i}", replay_file=name) for i in range(3)
     ]
     orders = set()
     users = [annotator_a] + [make_user(f"ann{i}") for i in range(7)]

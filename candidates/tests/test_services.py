@@ -234,8 +234,10 @@ def test_skip_candidates_moves_new_items(project, items):
         ({"requests_per_minute": 0}, "requests_per_minute"),
         ({"timeout_seconds": 10000}, "timeout_seconds"),
         ({"name": ""}, "name"),
-        ({"kind": "replay", "replay_path": "/etc/passwd"}, "replay_path"),
-        ({"kind": "replay", "replay_path": "missing.jsonl"}, "replay_path"),
+        ({"kind": "replay", "replay_file": "/etc/passwd"}, "replay_file"),
+        ({"kind": "replay", "replay_file": "../../secret_key.jsonl"}, "replay_file"),
+        ({"kind": "replay", "replay_file": "missing.jsonl"}, "replay_file"),
+        ({"kind": "replay", "replay_file": ""}, "replay_file"),
     ],
 )
 def test_provider_validation(project, changes, field):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.urls import reverse
 
+from candidates.factories import replay_file_write
 from candidates.models import Candidate, CandidateJob, Provider
 from candidates.services import candidate_job_start, candidate_store, provider_create
 
@@ -15,29 +14,26 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def replay_provider(project, settings):
-    path = settings.VAR_DIR / "replay.jsonl"
-    path.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "source_id": f"s{i}",
-                    "model": "hidden-model-x",
-                    "reply": {
-                        "think": "t",
-                        "label": "harmful",
-                        "target_category": "group background",
-                        "target_entity": "people from Planet Zorg",
-                        "text_mention": "people from Planet Zorg",
-                        "visual_region": [[10, 10, 500, 500]],
-                    },
-                }
-            )
-            + "\n"
+    name = replay_file_write(
+        project,
+        [
+            {
+                "source_id": f"s{i}",
+                "model": "hidden-model-x",
+                "reply": {
+                    "think": "t",
+                    "label": "harmful",
+                    "target_category": "group background",
+                    "target_entity": "people from Planet Zorg",
+                    "text_mention": "people from Planet Zorg",
+                    "visual_region": [[10, 10, 500, 500]],
+                },
+            }
             for i in range(10)
-        )
+        ],
     )
     return provider_create(
-        project=project, name="HiddenProviderName", kind="replay", model="hidden-model-x", replay_path=str(path)
+        project=project, name="HiddenProviderName", kind="replay", model="hidden-model-x", replay_file=name
     )
 
 
@@ -344,7 +340,7 @@ def test_list_pages_do_not_grow_queries_with_rows(
     for i in range(3):
         candidate_job_start(project=project, user=lead, item_ids=[items[i].pk], enqueue=False)
         provider_create(
-            project=project, name=f"extra{i}", kind="replay", model="m", replay_path=replay_provider.replay_path
+            project=project, name=f"extra{i}", kind="replay", model="m", replay_file=replay_provider.replay_file
         )
     for name in ("candidate_jobs", "candidate_providers"):
         with django_assert_max_num_queries(12):

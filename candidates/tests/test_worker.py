@@ -44,6 +44,7 @@ def start_worker(*, db_name: str, log: Path, concurrency: int = 4, name: str = "
         "CONCORD_MEDIA_ROOT": str(settings.MEDIA_ROOT),
         "CONCORD_VAR_DIR": str(settings.VAR_DIR),
         "CONCORD_TEST_VISIBILITY_TIMEOUT": "2",
+        "CONCORD_ALLOW_PRIVATE_PROVIDER_URLS": "1",
         "CELERY_TASK_ALWAYS_EAGER": "0",
         "PYTHONPATH": str(ROOT),
     }
