@@ -52,6 +52,31 @@ def job_models() -> list[type[Job]]:
     return [m for m in apps.get_models() if issubclass(m, Job)]
 
 
+#: Per kind: what an attempt that did not finish leaves behind (uploads, build folders), and
+#: the sweeper's own repair of the kind (orphans of jobs whose worker died). Registered by the
+#: app that owns the kind (its services module), so core never imports the apps above it.
+_CLEANUPS: dict[type[Job], Callable[[Job], None]] = {}
+_REPAIRS: dict[type[Job], Callable[[], int]] = {}
+
+
+def job_cleanup_register(model: type[Job], cleanup: Callable[[Job], None]) -> None:
+    _CLEANUPS[model] = cleanup
+
+
+def job_repair_register(model: type[Job], repair: Callable[[], int]) -> None:
+    _REPAIRS[model] = repair
+
+
+def _cleanup(job: Job) -> None:
+    cleanup = _CLEANUPS.get(type(job))
+    if cleanup is None:
+        return
+    try:
+        cleanup(job)
+    except Exception:
+        log.exception("cleanup of %s %s failed", job.kind, job.pk)
+
+
 def task_send(task_name: str, *args, countdown: float | None = None, **kwargs) -> None:
     """Send a Celery task by name once the current transaction commits (now, outside one).
 
@@ -189,27 +214,28 @@ def job_cancel(job: Job) -> Job:
     job.refresh_from_db()
     if job.status == JobStatus.RUNNING:
         if job.stalled:
-            model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+            ended = model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
                 status=JobStatus.CANCELLED,
                 finished_at=now,
                 cancel_requested=True,
                 error="cancelled while stalled (its worker was lost)",
             )
+            if ended:
+                _cleanup(job)
         else:
             model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(cancel_requested=True)
         job.refresh_from_db()
     return job
 
 
-def job_run(
-    model: type[J], job_id: int, work: Callable[[J, Progress], None], cleanup: Callable[[J], None] | None = None
-) -> J | None:
+def job_run(model: type[J], job_id: int, work: Callable[[J, Progress], None]) -> J | None:
     """Claim the job and run ``work(job, progress)``; every way out ends the job.
 
     ``work`` finishes the job itself (``job_finish``, with its result) when it succeeds. Any
     exception marks it failed with the step and the error; JobCancelled marks it cancelled.
-    ``cleanup`` runs after every attempt that did not finish (temporary files, build folders).
-    Returns the row as it ended, or None when the job was not claimed.
+    The kind's registered cleanup (job_cleanup_register) runs after every attempt that did not
+    finish (temporary files, build folders). Returns the row as it ended, or None when the job
+    was not claimed.
     """
     job = job_claim(model, job_id)
     if job is None:
@@ -231,17 +257,17 @@ def job_run(
             raise  # SystemExit / KeyboardInterrupt: recorded, then let the worker stop
     finally:
         job.refresh_from_db()
-        if job.status != JobStatus.DONE and cleanup is not None:
-            try:
-                cleanup(job)
-            except Exception:
-                log.exception("cleanup of %s %s failed", model.kind, job.pk)
+        if job.status != JobStatus.DONE:
+            _cleanup(job)
     return job
 
 
 def jobs_sweep(*, now=None) -> dict[str, int]:
     """Re-send the task of every job whose worker was lost, and of queued jobs whose message
     was lost; run each kind's own repair. Idempotent (claims are conditional); returns counts.
+
+    A job stays stale until a worker claims it, so with no worker up each sweep sends its
+    task again; the extra messages are no-ops (the claim fails) when a worker comes back.
     """
     now = now or timezone.now()
     stale = now - job_lease()
@@ -255,7 +281,8 @@ def jobs_sweep(*, now=None) -> dict[str, int]:
         ids = list(lost[:1000])
         for pk in ids:
             task_send(model.task_name, pk)
-        extra = model.sweep_extra(now=now)
+        repair = _REPAIRS.get(model)
+        extra = repair() if repair is not None else 0
         if ids or extra:
             counts[model.kind] = len(ids) + extra
             log.info("sweeper: %s: %d job(s) re-sent, %d repaired", model.kind, len(ids), extra)

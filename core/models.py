@@ -92,8 +92,3 @@ class Job(models.Model):
             return False
         beat = self.heartbeat_at or self.started_at or self.created_at
         return beat is not None and timezone.now() - beat > job_lease()
-
-    @classmethod
-    def sweep_extra(cls, *, now) -> int:
-        """Kind-specific repair run by the sweeper (e.g. candidate tasks); returns a count."""
-        return 0

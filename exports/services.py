@@ -17,7 +17,16 @@ from rest_framework.authtoken.models import Token
 
 from adjudication.services import history_record
 from core.errors import Busy, Invalid, StaleVersion
-from core.jobs import JobFailed, Progress, job_cancel, job_enqueue, job_finish, job_run
+from core.jobs import (
+    JobFailed,
+    Progress,
+    job_cancel,
+    job_cleanup_register,
+    job_enqueue,
+    job_finish,
+    job_repair_register,
+    job_run,
+)
 from core.models import ACTIVE
 from exports.build import release_build
 from exports.models import DedupScan, ExportJob, NearDuplicatePair, PairStatus, Release
@@ -183,6 +192,31 @@ def _remove_build_folders(job: ExportJob) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
+def _orphan_build_folders() -> int:
+    """The sweeper's repair: build folders of jobs that ended without their own cleanup (a
+    worker killed mid-build whose job was then cancelled or failed elsewhere); returns how many."""
+    building = releases_root() / ".building"
+    if not building.is_dir():
+        return 0
+    folders = {}
+    for path in building.iterdir():
+        parts = path.name.split("-")
+        if path.is_dir() and len(parts) >= 3 and parts[0] == "job" and parts[1].isdigit():
+            folders.setdefault(int(parts[1]), []).append(path)
+    active = set(ExportJob.objects.filter(pk__in=folders, status__in=ACTIVE).values_list("pk", flat=True))
+    removed = 0
+    for pk, paths in folders.items():
+        if pk not in active:
+            for path in paths:
+                shutil.rmtree(path, ignore_errors=True)
+                removed += 1
+    return removed
+
+
+job_cleanup_register(ExportJob, _remove_build_folders)
+job_repair_register(ExportJob, _orphan_build_folders)
+
+
 def export_job_run(*, job: ExportJob) -> Release | None:
     """Build the release into a temporary folder, then publish it atomically.
 
@@ -192,7 +226,7 @@ def export_job_run(*, job: ExportJob) -> Release | None:
     folder: a failed job leaves no files and no Release row, only the job's error message.
     A job taken over from a lost worker starts again from scratch (its folder is removed).
     """
-    done = job_run(ExportJob, job.pk, _build, cleanup=_remove_build_folders)
+    done = job_run(ExportJob, job.pk, _build)
     return done.release if done is not None and done.status == ExportJob.Status.DONE else None
 
 

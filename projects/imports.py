@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from core.errors import Invalid, TooLarge
-from core.jobs import JobFailed, Progress, job_enqueue, job_finish, job_run
+from core.jobs import JobFailed, Progress, job_cleanup_register, job_enqueue, job_finish, job_run
 from projects import hooks
 from projects.imaging import ImageRejected, check_image, store_image
 from projects.models import ImportJob, Item, Project
@@ -97,7 +97,7 @@ def import_job_run(*, job: ImportJob, path: str | Path | None = None) -> ImportJ
     """
     if path is not None:
         ImportJob.objects.filter(pk=job.pk).update(source_path=str(path)[:500])
-    done = job_run(ImportJob, job.pk, _import_work, cleanup=_delete_upload)
+    done = job_run(ImportJob, job.pk, _import_work)
     if done is None:  # not claimed: finished already, or alive in another worker
         done = ImportJob.objects.get(pk=job.pk)
     if done.status == ImportJob.Status.DONE:
@@ -111,6 +111,9 @@ def _delete_upload(job: ImportJob) -> None:
         path = Path(job.upload_path).resolve()
         if uploads in path.parents:
             path.unlink(missing_ok=True)
+
+
+job_cleanup_register(ImportJob, _delete_upload)
 
 
 class _Report:
@@ -154,6 +157,7 @@ def _import_work(job: ImportJob, progress: Progress) -> None:
     limits = Limits.from_settings()
     report = _Report(job)
     resume = job.progress_done  # rows before this were read and checkpointed by an earlier attempt
+    since = job.started_at if job.attempts > 1 else None
     seen: set[int] = set()
     try:
         source = ImportSource(job.source_path or job.upload_path)
@@ -163,14 +167,18 @@ def _import_work(job: ImportJob, progress: Progress) -> None:
         try:
             progress(resume, source.count_rows(limits), phase="importing rows", force=True)
             for index, row in enumerate(source.rows(limits)):
-                if index < resume:
+                if index < resume:  # read by an earlier attempt; its source id still counts as seen
+                    if row.problem is None and isinstance(row.data, dict):
+                        source_id = str(row.data.get("source_id") or "").strip()
+                        if source_id and _check_row(row.data)[1] is None:
+                            seen.add(_source_digest(source_id))
                     continue
                 if row.problem is not None:
                     report.refuse(row, row.problem)
                 else:
                     try:
                         outcome, problem = _import_row(
-                            project=job.project, source=source, row=row.data, seen_source_ids=seen
+                            project=job.project, source=source, row=row.data, seen_source_ids=seen, since=since
                         )
                     except Exception as exc:
                         log.exception("import job %s row %s failed", job.pk, row.number)
@@ -206,6 +214,11 @@ def _import_key(source_id: str, pixel_hash: str, text: str) -> str:
     if source_id:
         return hashlib.sha256(b"sid:" + source_id.encode()).hexdigest()
     return hashlib.sha256(b"px:" + pixel_hash.encode() + b"\0" + text.encode()).hexdigest()
+
+
+def _source_digest(source_id: str) -> int:
+    """A 64-bit digest, not the string: a million ids stay a few tens of MB."""
+    return int.from_bytes(hashlib.blake2b(source_id.encode(), digest_size=8).digest(), "big")
 
 
 def _check_row(row: dict) -> tuple[dict | None, Problem | None]:
@@ -247,21 +260,33 @@ def _check_row(row: dict) -> tuple[dict | None, Problem | None]:
 
 
 def _import_row(
-    *, project: Project, source: ImportSource, row: dict, seen_source_ids: set[int]
+    *, project: Project, source: ImportSource, row: dict, seen_source_ids: set[int], since=None
 ) -> tuple[str, Problem | None]:
-    """Import one manifest row: (imported | duplicate | present | error, problem)."""
+    """Import one manifest row: (imported | duplicate | present | error, problem).
+
+    ``since``: the start of a job resumed after a lost worker; a row whose item was created
+    since then was imported by this job's earlier attempt after its last checkpoint, and
+    counts as imported (or duplicate), not as already present.
+    """
+
+    def present(lookup: dict) -> str:
+        if since is not None:
+            found = Item.objects.filter(project=project, **lookup).values_list("created_at", "duplicate_of_id").first()
+            if found and found[0] >= since:
+                return "duplicate" if found[1] else "imported"
+        return "present"
+
     clean, problem = _check_row(row)
     if problem is not None:
         return "error", problem
     source_id = clean["source_id"]
     if source_id:
-        # A 64-bit digest, not the string: a million ids stay a few tens of MB.
-        digest = int.from_bytes(hashlib.blake2b(source_id.encode(), digest_size=8).digest(), "big")
+        digest = _source_digest(source_id)
         if digest in seen_source_ids:
             return "error", Problem("duplicate_source_id", f"duplicate source id {source_id!r} in this manifest")
         seen_source_ids.add(digest)
         if Item.objects.filter(project=project, source_id=source_id).exists():
-            return "present", None
+            return present({"source_id": source_id}), None
     try:
         checked = check_image(source.read(clean["image"]))
     except MissingFile as exc:
@@ -270,7 +295,7 @@ def _import_row(
         return "error", Problem("bad_image", str(exc))
     key = _import_key(source_id, checked.pixel_hash, clean["text"])
     if Item.objects.filter(project=project, import_key=key).exists():
-        return "present", None
+        return present({"import_key": key}), None
     rel = store_image(checked)
     first = (
         Item.objects.filter(project=project, pixel_hash=checked.pixel_hash, duplicate_of__isnull=True)

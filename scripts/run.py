@@ -1,4 +1,4 @@
-"""`make run`: migrate, load the demo, then run the web server and a Celery worker together.
+"""`make run`: migrate, load the demo, then run the web server and a Celery worker (with beat) together.
 
 Ctrl-C (or SIGTERM) stops both; if either exits, the other is stopped too.
 """
@@ -22,6 +22,8 @@ def manage(*args: str) -> None:
 
 def main() -> int:
     os.chdir(ROOT)
+    var_dir = Path(os.environ.get("CONCORD_VAR_DIR", ROOT / "var"))
+    var_dir.mkdir(parents=True, exist_ok=True)
     host = os.environ.get("HOST", "127.0.0.1")
     port = os.environ.get("PORT", "8000")
     backend = (
@@ -57,6 +59,11 @@ def main() -> int:
                 "INFO",
                 "--concurrency",
                 os.environ.get("WORKER_CONCURRENCY", "2"),
+                # Celery beat inside the worker: the job sweeper (README "Jobs"). One beat per
+                # deployment; docker-compose runs it as its own service instead.
+                "--beat",
+                "--schedule",
+                str(var_dir / "celerybeat-schedule"),
             ]
         ),
     ]

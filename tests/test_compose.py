@@ -22,4 +22,4 @@ def test_docker_compose_file_is_valid():
         text=True,
         timeout=60,
     ).stdout.split()
-    assert sorted(services) == ["postgres", "redis", "web", "worker"]
+    assert sorted(services) == ["beat", "postgres", "redis", "web", "worker"]

@@ -1,116 +1,38 @@
-"""A real Celery worker process against Redis + PostgreSQL, killed in the middle of a batch."""
+"""A real Celery worker process against Redis + PostgreSQL, killed in the middle of a batch.
+
+The broker keeps production's two-hour visibility timeout, so nothing comes back by
+redelivery: the job's heartbeat goes stale (a 2 s lease here), the sweeper in the new worker's
+beat re-sends the job's task, and its takeover re-publishes what the killed worker left.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
 
-from conftest import require
+from core.tests.workers import kill_hard, require_postgres_and_redis, start_worker, stop, wait_until
 
 pytestmark = [pytest.mark.services]
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def _redis_ok(url: str) -> bool:
-    try:
-        import redis
-
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
-    except Exception:
-        return False
-
-
-def _db_url_for(name: str) -> str:
-    parts = urlsplit(os.environ["DATABASE_URL"])
-    return urlunsplit(parts._replace(path="/" + name))
-
-
-def start_worker(*, db_name: str, log: Path, concurrency: int = 4, name: str = "w") -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DATABASE_URL": _db_url_for(db_name),
-        "REDIS_URL": settings.REDIS_URL,
-        "CELERY_BROKER_URL": settings.REDIS_URL,
-        "CONCORD_MEDIA_ROOT": str(settings.MEDIA_ROOT),
-        "CONCORD_VAR_DIR": str(settings.VAR_DIR),
-        "CONCORD_TEST_VISIBILITY_TIMEOUT": "2",
-        "CONCORD_ALLOW_PRIVATE_PROVIDER_URLS": "1",
-        "CELERY_TASK_ALWAYS_EAGER": "0",
-        "PYTHONPATH": str(ROOT),
-    }
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "candidates.tests.worker",
-            "-P",
-            "prefork",
-            "-c",
-            str(concurrency),
-            "-l",
-            "info",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-n",
-            f"{name}-{os.getpid()}@%h",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def kill_hard(proc: subprocess.Popen) -> None:
-    """SIGKILL the worker and its pool children, as a crashed machine would leave them."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            kill_hard(proc)
-
-
-def wait_until(predicate, *, timeout: float, what: str, log: Path):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    tail = log.read_text(errors="replace")[-4000:] if log.exists() else ""
-    pytest.fail(f"timed out waiting for {what}; worker log tail:\n{tail}")
+FAULT_ENV = {
+    "CONCORD_TEST_VISIBILITY_TIMEOUT": "7200",
+    "CONCORD_JOB_LEASE_SECONDS": "2",
+    "CONCORD_JOB_SWEEP_SECONDS": "1",
+}
 
 
 @pytest.mark.django_db(transaction=True)
 def test_killed_worker_leaves_exactly_one_candidate_per_item_and_provider(project, lead, tmp_path, fake_llm, api_keys):
-    from django.db import connection
-
-    require(connection.vendor == "postgresql", "needs PostgreSQL: set DATABASE_URL=postgres://...")
-    require(bool(settings.REDIS_URL) and _redis_ok(settings.REDIS_URL), "needs Redis: set REDIS_URL=redis://...")
+    require_postgres_and_redis()
     import redis
 
     from candidates.models import Candidate, CandidateJob, CandidateTask
     from candidates.services import candidate_job_start, provider_create
     from concord.celery import app
     from projects.factories import items_create
+    from projects.models import Item
 
     redis.Redis.from_url(settings.REDIS_URL).flushdb()  # our own Redis database: no stale messages
     items = items_create(project, tmp_path / "src", 12)
@@ -131,9 +53,8 @@ def test_killed_worker_leaves_exactly_one_candidate_per_item_and_provider(projec
             timeout_seconds=1,
         )
     log = tmp_path / "worker.log"
-    db_name = connection.settings_dict["NAME"]
     app.conf.task_always_eager = False  # publish to Redis for the worker process
-    worker = start_worker(db_name=db_name, log=log, name="first")
+    worker = start_worker(log=log, name="first", env=FAULT_ENV)
     try:
         job = candidate_job_start(project=project, user=lead)
         total = len(items) * 3
@@ -142,18 +63,21 @@ def test_killed_worker_leaves_exactly_one_candidate_per_item_and_provider(projec
         done_at_kill = Candidate.objects.count()
         assert done_at_kill < total, "the batch finished before the kill; the test proves nothing"
         assert CandidateTask.objects.filter(job=job, status__in=["pending", "running"]).exists()
+        assert Item.objects.filter(project=project, stage="new").exists()
 
-        worker = start_worker(db_name=db_name, log=log, name="second")
+        worker = start_worker(log=log, name="second", beat_schedule=tmp_path / "beat-schedule", env=FAULT_ENV)
         wait_until(
-            lambda: not CandidateTask.objects.filter(job=job, status__in=["pending", "running"]).exists(),
-            timeout=180,
-            what="the batch to finish after the restart",
+            lambda: CandidateJob.objects.filter(pk=job.pk, status="done").exists(),
+            timeout=90,
+            what="the job to be taken over and finish",
             log=log,
         )
         pairs = Counter(Candidate.objects.values_list("item_id", "provider_id"))
         assert len(pairs) == total and set(pairs.values()) == {1}
         assert CandidateTask.objects.filter(job=job, status="done").count() == total
-        assert CandidateJob.objects.get(pk=job.pk).status == "done"
+        ended = CandidateJob.objects.get(pk=job.pk)
+        assert ended.taken_over_at is not None and ended.attempts >= 2
+        assert not Item.objects.filter(project=project, stage="new").exists()  # every item moved on
         # Upstream calls: at most the in-flight ones at the kill were sent twice.
         calls = Counter((r.model, r.user_text) for r in fake_llm.requests)
         assert sum(calls.values()) - len(calls) <= 4 * 2  # concurrency x (first worker's in-flight)

@@ -1,8 +1,12 @@
 """``python -m candidates.tests.worker <celery worker args>``: a Celery worker for tests and the benchmark.
 
-The same app and settings as production, except that the Redis broker gives unacknowledged
-messages back after ``CONCORD_TEST_VISIBILITY_TIMEOUT`` seconds (default 5) instead of an hour,
-so a test can kill a worker and see its messages redelivered within the test's time.
+The same app and settings as production, except:
+- the Redis broker gives unacknowledged messages back after ``CONCORD_TEST_VISIBILITY_TIMEOUT``
+  seconds (default 5) instead of two hours, so a test can see redelivery within its time (the
+  fault tests set it to production's 7200, so only the lease and the sweeper can save a job);
+- ``CONCORD_TEST_ROW_DELAY`` seconds of sleep per progress call (per row of an import or a
+  release build), so a test can kill the worker in the middle of a job that is otherwise
+  over before the kill lands.
 """
 
 from __future__ import annotations
@@ -25,6 +29,23 @@ app.conf.broker_transport_options = {
     "unacked_restore_interval": 1,
     "unacked_restore_throttle": 1,
 }
+
+row_delay = float(os.environ.get("CONCORD_TEST_ROW_DELAY", "0"))
+if row_delay:
+    import time
+
+    from core.jobs import Progress
+    from exports.build.ticker import _Ticker
+
+    def slowed(call):
+        def slow(self, *args, **kwargs):
+            time.sleep(row_delay)
+            return call(self, *args, **kwargs)
+
+        return slow
+
+    Progress.__call__ = slowed(Progress.__call__)
+    _Ticker.__call__ = slowed(_Ticker.__call__)
 
 if __name__ == "__main__":
     app.worker_main(["worker", *sys.argv[1:]])

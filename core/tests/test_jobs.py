@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core import jobs
 from core.jobs import (
     JobCancelled,
     JobFailed,
@@ -70,23 +71,37 @@ def test_every_exception_ends_the_job_with_the_step_named(job):
     assert ended.finished_at is not None
 
 
-def test_job_failed_keeps_the_message_and_cleanup_runs(job):
-    cleaned = []
+@pytest.fixture
+def cleaned(monkeypatch):
+    """The kind's registered cleanup, recording which jobs it was called for."""
+    calls: list[int] = []
+    monkeypatch.setitem(jobs._CLEANUPS, ImportJob, lambda j: calls.append(j.pk))
+    return calls
 
+
+def test_job_failed_keeps_the_message_and_cleanup_runs(job, cleaned):
     def work(j, progress):
         raise JobFailed("no manifest found")
 
-    ended = job_run(ImportJob, job.pk, work, cleanup=lambda j: cleaned.append(j.pk))
+    ended = job_run(ImportJob, job.pk, work)
     assert (ended.status, ended.error, cleaned) == (JobStatus.FAILED, "no manifest found", [job.pk])
 
 
-def test_finish_publishes_fields_atomically_and_only_once(job):
+def test_finish_publishes_fields_atomically_and_only_once(job, cleaned):
     def work(j, progress):
         assert job_finish(j, imported=7)
         assert not job_finish(j, imported=9)  # already done
 
-    ended = job_run(ImportJob, job.pk, work, cleanup=lambda j: pytest.fail("cleanup after success"))
+    ended = job_run(ImportJob, job.pk, work)
     assert (ended.status, ended.imported) == (JobStatus.DONE, 7)
+    assert cleaned == []  # no cleanup after success
+
+
+def test_cancelling_a_stalled_job_runs_its_cleanup(job, cleaned):
+    job_claim(ImportJob, job.pk)
+    ImportJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - job_lease() * 2)
+    job.refresh_from_db()
+    assert job_cancel(job).status == JobStatus.CANCELLED and cleaned == [job.pk]
 
 
 def test_cancel_queued_running_and_stalled(job, project, lead):
