@@ -46,7 +46,6 @@ from typing import Any
 
 import numpy as np
 
-from metrics.agreement import macro_pairwise_kappa
 from metrics.resample import (
     Contributions,
     Estimate,
@@ -58,6 +57,7 @@ from metrics.resample import (
     mean_contributions,
     pairwise_kappa_contributions,
     pairwise_label_kappa_contributions,
+    per_label_kappas,
 )
 from projects.fieldtypes import CATEGORICAL, CONTINUOUS, MULTILABEL, Agreement, FieldType
 
@@ -231,14 +231,8 @@ def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon) -> _
     elif a.family == MULTILABEL:
         labels = list(plan.choices)
         ratings = LabelRatings.from_items(_rater_items(rows_all, raters, mask), labels)
-        figures.append(
-            (
-                "kappa",
-                "per-label κ, macro over labels and annotator pairs",
-                pairwise_label_kappa_contributions(ratings, mask),
-                True,
-            )
-        )
+        macro = pairwise_label_kappa_contributions(ratings, mask)
+        figures.append(("kappa", "per-label κ, macro over labels and annotator pairs", macro, True))
         if width > 2:
             figures.append(
                 (
@@ -249,8 +243,9 @@ def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon) -> _
                 )
             )
         figures.append(("exact", "identical label sets", mean_contributions(scores_all, mask), False))
-        by_rater = LabelRatings.from_items([d for d in _rater_items(rows_all, raters, mask) if d], labels).by_rater()
-        extra["per_label_kappa"] = {x: rnd(macro_pairwise_kappa(by_rater, [x])) for x in labels} if by_rater else {}
+        extra["per_label_kappa"] = (
+            {x: rnd(k) for x, k in zip(ratings.labels, per_label_kappas(macro))} if ratings.rater_ids else {}
+        )
     elif a.family == CONTINUOUS:
         share_figs = []
         for t in a.shares:

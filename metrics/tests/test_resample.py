@@ -278,6 +278,24 @@ def test_macro_label_kappa_equals_recompute(case: tuple) -> None:
     )
 
 
+@FAST
+@given(person_label_items().flatmap(lambda items: st.tuples(st.just(items), subsets(len(items)))))
+def test_per_label_kappas_equal_macro_kappa_of_each_label(case: tuple) -> None:
+    items, mask = case
+    lr = rs.LabelRatings.from_items(items, LABELS)
+    keep = [True] * len(items) if mask is None else list(mask)
+    rows = rs.LabelRatings.from_items([it for it, m in zip(items, keep) if m], LABELS).by_rater()
+    got = rs.per_label_kappas(rs.pairwise_label_kappa_contributions(lr, mask))
+    for label, value in zip(lr.labels, got):
+        want = macro_pairwise_kappa(rows, [label]) if len(rows) >= 2 else None
+        assert (value is None and want is None) or value == pytest.approx(want, abs=1e-12), label
+
+
+def test_per_label_kappas_refuses_other_contributions() -> None:
+    with pytest.raises(ValueError, match="pairwise_label_kappa_contributions"):
+        rs.per_label_kappas(rs.mean_contributions(np.ones(3), np.ones(3, dtype=bool)))
+
+
 def test_macro_label_kappa_point_is_aha_rule() -> None:
     rng = np.random.default_rng(8)
     items = []
