@@ -29,7 +29,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from core.models import ACTIVE, Job, JobStatus, job_lease
+from core.models import ACTIVE, Job, JobChunk, JobStatus, job_lease
 
 log = logging.getLogger(__name__)
 
@@ -233,8 +233,8 @@ def job_run(model: type[J], job_id: int, work: Callable[[J, Progress], None]) ->
 
     ``work`` finishes the job itself (``job_finish``, with its result) when it succeeds. Any
     exception marks it failed with the step and the error; JobCancelled marks it cancelled.
-    The kind's registered cleanup (job_cleanup_register) runs after every attempt that did not
-    finish (temporary files, build folders). Returns the row as it ended, or None when the job
+    The kind's registered cleanup (job_cleanup_register) runs after an attempt that ended the
+    job failed or cancelled (temporary files, build folders). Returns the row as it ended, or None when the job
     was not claimed.
     """
     job = job_claim(model, job_id)
@@ -257,9 +257,45 @@ def job_run(model: type[J], job_id: int, work: Callable[[J, Progress], None]) ->
             raise  # SystemExit / KeyboardInterrupt: recorded, then let the worker stop
     finally:
         job.refresh_from_db()
-        if job.status != JobStatus.DONE:
+        # Only a job that ended: one the work handed on still running (its chunks or tasks
+        # carry on in other workers) keeps its files.
+        if job.status in (JobStatus.FAILED, JobStatus.CANCELLED):
             _cleanup(job)
     return job
+
+
+C = TypeVar("C", bound=JobChunk)
+
+
+def chunk_claim(model: type[C], chunk_id: int) -> C | None:
+    """PENDING -> RUNNING, or take over a RUNNING chunk whose heartbeat is older than the
+    lease; None when it ended, is missing or is alive elsewhere. A conditional UPDATE: of two
+    deliveries of one chunk, one runs it."""
+    now = timezone.now()
+    stale = now - job_lease()
+    claimed = (
+        model.objects.filter(pk=chunk_id)
+        .filter(
+            Q(status=JobStatus.PENDING)
+            | Q(status=JobStatus.RUNNING) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True))
+        )
+        .update(status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1)
+    )
+    return model.objects.get(pk=chunk_id) if claimed else None
+
+
+def chunks_to_send(queryset) -> list[int]:
+    """Ids of the chunks (of one job) that need a delivery: queued, or running without a
+    heartbeat within the lease (their worker was lost)."""
+    stale = timezone.now() - job_lease()
+    return list(
+        queryset.filter(
+            Q(status=JobStatus.PENDING)
+            | Q(status=JobStatus.RUNNING) & (Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True))
+        )
+        .order_by("number")
+        .values_list("pk", flat=True)
+    )
 
 
 def jobs_sweep(*, now=None) -> dict[str, int]:

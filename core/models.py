@@ -92,3 +92,23 @@ class Job(models.Model):
             return False
         beat = self.heartbeat_at or self.started_at or self.created_at
         return beat is not None and timezone.now() - beat > job_lease()
+
+
+class JobChunk(models.Model):
+    """One slice of a job that fans out over workers (an import's rows, an OCR batch): any
+    worker claims it (core.jobs.chunk_claim), it checkpoints and renews its own heartbeat, and
+    a chunk whose heartbeat is older than the lease is claimed again by the next delivery.
+    The concrete model adds the FK to its job (``job``) and what the chunk counts."""
+
+    Status = JobStatus
+
+    number = models.PositiveIntegerField(help_text="Position of the chunk in its job (0-based).")
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PENDING, db_index=True)
+    attempts = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from core.admin import JobAdmin, ReadOnlyAdmin
-from projects.models import ImportJob, Item, Membership, Project, SchemaVersion, WorkerHeartbeat
+from projects.models import ImportChunk, ImportJob, Item, Membership, Project, SchemaVersion, WorkerHeartbeat
 
 
 class MembershipInline(admin.TabularInline):
@@ -45,6 +45,13 @@ class SchemaVersionAdmin(ReadOnlyAdmin):
 class ImportJobAdmin(JobAdmin):
     list_display = [*JobAdmin.list_display, "source_name", "imported", "refused"]
     search_fields = ["source_name", "error"]
+
+
+@admin.register(ImportChunk)
+class ImportChunkAdmin(ReadOnlyAdmin):
+    list_display = ["job", "number", "status", "rows", "rows_done", "imported", "refused", "attempts", "heartbeat_at"]
+    list_filter = ["status"]
+    list_select_related = ["job"]
 
 
 @admin.register(WorkerHeartbeat)

@@ -14,18 +14,35 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
+import time
 import uuid
+from collections import OrderedDict
 from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Count, Min, Sum
+from django.utils import timezone
 
 from core.errors import Invalid, TooLarge
-from core.jobs import JobFailed, Progress, job_cleanup_register, job_enqueue, job_finish, job_run
+from core.jobs import (
+    JobCancelled,
+    JobFailed,
+    Progress,
+    chunk_claim,
+    chunks_to_send,
+    job_cleanup_register,
+    job_enqueue,
+    job_finish,
+    job_run,
+    task_send,
+)
+from core.models import ACTIVE, JobStatus
 from projects import hooks
 from projects.imaging import ImageRejected, check_image, store_image
-from projects.models import ImportJob, Item, Project
-from projects.sources import ImportSource, Limits, MissingFile, Problem, Row, SourceError
+from projects.models import ImportChunk, ImportJob, Item, Project
+from projects.sources import ImportSource, Limits, MissingFile, Problem, SourceError
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +61,12 @@ KNOWN_COLUMNS = {
 _TRUE = {"1", "true", "yes", "y", "redistributable", "open", "allowed"}
 _FALSE = {"", "0", "false", "no", "n", "restricted", "reference-only", "not-allowed"}
 PROBLEMS_PER_KIND = 50
+#: Rows per chunk: ~2 s of one core (full decode + hashes ~3.5 ms per image), small enough
+#: for two workers to share a 20k-image import evenly, large enough that claims cost nothing.
+CHUNK_ROWS = 500
+CHECKPOINT_SECONDS = 0.5
+CHUNK_TASK = "projects.import_chunk"
+MAX_STOPPED = 2000
 
 
 def upload_save(*, uploaded_file) -> str:
@@ -90,54 +113,55 @@ def import_job_start(*, project: Project, user, uploaded_file) -> ImportJob:
     return job
 
 
-def import_job_run(*, job: ImportJob, path: str | Path | None = None) -> ImportJob:
-    """Run the import in this process (the Celery task, the management command, tests).
+def import_job_run(*, job: ImportJob, path: str | Path | None = None, fan_out: bool = False) -> ImportJob:
+    """Run the import: read the manifest into chunks, import them, publish the result.
 
-    ``path`` overrides the job's source (command-line imports of a folder).
+    ``fan_out`` (the Celery task): the chunks become tasks of their own that any number of
+    workers run, and the last chunk to end finishes the job. Otherwise (the management
+    command, the demo, tests) every chunk runs here, in order. ``path`` overrides the job's
+    source (command-line imports of a folder).
     """
     if path is not None:
         ImportJob.objects.filter(pk=job.pk).update(source_path=str(path)[:500])
-    done = job_run(ImportJob, job.pk, _import_work)
-    if done is None:  # not claimed: finished already, or alive in another worker
-        done = ImportJob.objects.get(pk=job.pk)
-    if done.status == ImportJob.Status.DONE:
-        _delete_upload(done)
-    return done
+    job_run(ImportJob, job.pk, lambda j, progress: _import_work(j, progress, fan_out=fan_out))
+    return ImportJob.objects.get(pk=job.pk)
+
+
+def _chunk_folder(job: ImportJob) -> Path:
+    return Path(settings.VAR_DIR) / "imports" / f"job-{job.pk}"
 
 
 def _delete_upload(job: ImportJob) -> None:
+    """The temporary upload and the chunk files: gone once the job ended, whatever way."""
     uploads = (Path(settings.VAR_DIR) / "uploads").resolve()
     if job.upload_path:
         path = Path(job.upload_path).resolve()
         if uploads in path.parents:
             path.unlink(missing_ok=True)
+    shutil.rmtree(_chunk_folder(job), ignore_errors=True)
 
 
 job_cleanup_register(ImportJob, _delete_upload)
 
 
 class _Report:
-    """Counters and the bounded problem list of one import, checkpointed with the progress."""
+    """Counters and the bounded problem list of the rows one worker handled (the manifest
+    reading, or one chunk); merged into the job's report when the last chunk ends."""
 
-    def __init__(self, job: ImportJob):
-        self.counts = {
-            "imported": job.imported,
-            "already_present": job.already_present,
-            "exact_duplicates": job.exact_duplicates,
-            "refused": job.refused,
-        }
-        self.errors: list[dict] = list(job.errors or [])
-        self.error_counts: dict[str, int] = dict(job.error_counts or {})
+    def __init__(self, counts: dict | None = None, errors: list | None = None, error_counts: dict | None = None):
+        self.counts = {k: int((counts or {}).get(k, 0)) for k in COUNTERS}
+        self.errors: list[dict] = list(errors or [])
+        self.error_counts: dict[str, int] = dict(error_counts or {})
 
-    def refuse(self, row: Row, problem: Problem) -> None:
+    def refuse(self, number: int, data, problem: Problem) -> None:
         self.counts["refused"] += 1
         seen = self.error_counts.get(problem.kind, 0)
         self.error_counts[problem.kind] = seen + 1
         if seen < PROBLEMS_PER_KIND:
-            data = row.data if isinstance(row.data, dict) else {}
+            data = data if isinstance(data, dict) else {}
             self.errors.append(
                 {
-                    "row": row.number,
+                    "row": number,
                     "kind": problem.kind,
                     "reason": problem.reason[:500],
                     "source_id": _short(data.get("source_id")),
@@ -145,58 +169,279 @@ class _Report:
                 }
             )
 
+    def count(self, outcome: str) -> None:
+        if outcome == "present":
+            self.counts["already_present"] += 1
+        else:
+            self.counts["imported"] += 1
+            self.counts["exact_duplicates"] += outcome == "duplicate"
+
+    def merge(self, other: _Report) -> None:
+        for k in COUNTERS:
+            self.counts[k] += other.counts[k]
+        for problem in other.errors:
+            kept = sum(1 for e in self.errors if e["kind"] == problem["kind"])
+            if kept < PROBLEMS_PER_KIND:
+                self.errors.append(problem)
+        for kind, n in other.error_counts.items():
+            self.error_counts[kind] = self.error_counts.get(kind, 0) + n
+
     def fields(self) -> dict:
         return {**self.counts, "errors": self.errors, "error_counts": self.error_counts}
+
+
+COUNTERS = ("imported", "already_present", "exact_duplicates", "refused")
 
 
 def _short(value) -> str | None:
     return None if value is None else str(value)[:200]
 
 
-def _import_work(job: ImportJob, progress: Progress) -> None:
+# --- reading the manifest into chunks --------------------------------------------------------
+
+
+def _import_work(job: ImportJob, progress: Progress, *, fan_out: bool) -> None:
+    """The job's own task: read the manifest into chunks (once), then run or send them."""
+    if not job.planned:
+        _plan(job, progress)
+        job.refresh_from_db()
+    progress.done, progress.total = job.progress_done, job.progress_total
+    progress(phase="importing rows", force=True)
+    if fan_out:
+        # Also what a takeover does: chunks whose worker was lost are sent again.
+        for chunk_id in chunks_to_send(ImportChunk.objects.filter(job=job)):
+            task_send(CHUNK_TASK, chunk_id)
+    else:
+        for chunk_id in chunks_to_send(ImportChunk.objects.filter(job=job)):
+            import_chunk_run(chunk_id=chunk_id)
+    import_finish_if_complete(job_id=job.pk)
+
+
+def _plan(job: ImportJob, progress: Progress) -> None:
+    """Stream the manifest once: refuse what a row alone shows is wrong (shape, limits, a source
+    id seen before in this manifest), write the other rows into chunk files of CHUNK_ROWS rows
+    and create their chunk rows. All or nothing: an attempt killed half-way plans again."""
     limits = Limits.from_settings()
-    report = _Report(job)
-    resume = job.progress_done  # rows before this were read and checkpointed by an earlier attempt
-    since = job.started_at if job.attempts > 1 else None
+    report = _Report()
+    folder = _chunk_folder(job)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
     seen: set[int] = set()
+    chunks: list[ImportChunk] = []
+    out, rows_in_chunk, read = None, 0, 0
+    stopped = ""
     try:
         source = ImportSource(job.source_path or job.upload_path)
     except SourceError as exc:
         raise JobFailed(str(exc)) from None
+    progress(0, 0, phase="reading the manifest", force=True)
     with source:
         try:
-            progress(resume, source.count_rows(limits), phase="importing rows", force=True)
-            for index, row in enumerate(source.rows(limits)):
-                if index < resume:  # read by an earlier attempt; its source id still counts as seen
-                    if row.problem is None and isinstance(row.data, dict):
-                        source_id = str(row.data.get("source_id") or "").strip()
-                        if source_id and _check_row(row.data)[1] is None:
-                            seen.add(_source_digest(source_id))
-                    continue
-                if row.problem is not None:
-                    report.refuse(row, row.problem)
-                else:
-                    try:
-                        outcome, problem = _import_row(
-                            project=job.project, source=source, row=row.data, seen_source_ids=seen, since=since
+            for row in source.rows(limits):
+                read += 1
+                problem = row.problem
+                if problem is None:
+                    clean, problem = _check_row(row.data)
+                if problem is None and clean["source_id"]:
+                    digest = _source_digest(clean["source_id"])
+                    if digest in seen:
+                        problem = Problem(
+                            "duplicate_source_id", f"duplicate source id {clean['source_id']!r} in this manifest"
                         )
-                    except Exception as exc:
-                        log.exception("import job %s row %s failed", job.pk, row.number)
-                        outcome, problem = "error", Problem("internal", f"unexpected error ({type(exc).__name__})")
-                    if problem is not None:
-                        report.refuse(row, problem)
-                    elif outcome == "present":
-                        report.counts["already_present"] += 1
-                    else:
-                        report.counts["imported"] += 1
-                        report.counts["exact_duplicates"] += outcome == "duplicate"
-                progress(index + 1, max(progress.total, index + 1), **report.fields())
+                    seen.add(digest)
+                if problem is not None:
+                    report.refuse(row.number, row.data, problem)
+                    continue
+                if out is None or rows_in_chunk == CHUNK_ROWS:
+                    if out is not None:
+                        out.close()
+                    chunks.append(ImportChunk(job=job, number=len(chunks), first_row=row.number, rows=0))
+                    out = open(folder / f"chunk-{len(chunks) - 1}.jsonl", "wb")  # noqa: SIM115 - spans rows; closed below
+                    rows_in_chunk = 0
+                out.write(json.dumps({"n": row.number, "d": row.data}, ensure_ascii=False).encode() + b"\n")
+                chunks[-1].rows += 1
+                rows_in_chunk += 1
+                if read % 1000 == 0:
+                    progress(0, read, phase="reading the manifest")
         except SourceError as exc:
-            raise JobFailed(f"{exc} (rows read before were imported)") from None
-    progress(force=True, **report.fields())
-    job_finish(job, **report.fields())
+            stopped = f"{exc} (the rows read before it were imported)"
+        finally:
+            if out is not None:
+                out.close()
+    with transaction.atomic():
+        ImportChunk.objects.filter(job=job).delete()
+        ImportChunk.objects.bulk_create(chunks, batch_size=1000)
+        ImportJob.objects.filter(pk=job.pk).update(
+            planned=True,
+            stopped_reason=stopped[:MAX_STOPPED],
+            plan_report=report.fields(),
+            progress_total=read,
+            progress_done=report.counts["refused"],
+            heartbeat_at=timezone.now(),
+            **report.fields(),
+        )
+
+
+# --- one chunk -----------------------------------------------------------------------------
+
+
+def import_chunk_run(*, chunk_id: int) -> ImportChunk | None:
+    """Import one chunk's rows (a Celery task, or inline). Claims the chunk (a conditional
+    update; a chunk whose worker was lost is claimed again and resumes after its last
+    checkpoint), then ends the job if this was the last open chunk."""
+    chunk = chunk_claim(ImportChunk, chunk_id)
+    if chunk is None:
+        return None
+    job = ImportJob.objects.select_related("project").get(pk=chunk.job_id)
+    try:
+        _chunk_work(job, chunk)
+    except JobCancelled:
+        ImportChunk.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.CANCELLED, finished_at=timezone.now()
+        )
+    except Exception as exc:
+        log.exception("import job %s chunk %s failed", job.pk, chunk.number)
+        ImportChunk.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.FAILED, finished_at=timezone.now(), error=f"{type(exc).__name__}: {exc}"[:2000]
+        )
+    import_finish_if_complete(job_id=job.pk)
+    return ImportChunk.objects.get(pk=chunk.pk)
+
+
+def _chunk_work(job: ImportJob, chunk: ImportChunk) -> None:
+    report = _Report(
+        {k: getattr(chunk, k) for k in COUNTERS}, chunk.errors, chunk.error_counts
+    )  # what an earlier attempt checkpointed
+    resume = chunk.rows_done
+    # A chunk taken over from a lost worker: rows after its last checkpoint may be in already.
+    since = chunk.first_started_at if chunk.attempts > 1 else None
+    if chunk.attempts == 1:
+        ImportChunk.objects.filter(pk=chunk.pk).update(first_started_at=chunk.started_at)
+    source = _source_for(job)
+    last = time.monotonic()
+    done = resume
+    with open(_chunk_folder(job) / f"chunk-{chunk.number}.jsonl", "rb") as fh:
+        for index, line in enumerate(fh):
+            if index < resume:
+                continue
+            entry = json.loads(line)
+            number, data = entry["n"], entry["d"]
+            try:
+                outcome, problem = _import_row(project=job.project, source=source, row=data, since=since)
+            except Exception as exc:
+                log.exception("import job %s row %s failed", job.pk, number)
+                outcome, problem = "error", Problem("internal", f"unexpected error ({type(exc).__name__})")
+            if problem is not None:
+                report.refuse(number, data, problem)
+            else:
+                report.count(outcome)
+            done = index + 1
+            if time.monotonic() - last >= CHECKPOINT_SECONDS:
+                last = time.monotonic()
+                _checkpoint(job, chunk, done, report)
+    _checkpoint(job, chunk, done, report, status=JobStatus.DONE)
+
+
+def _checkpoint(job: ImportJob, chunk: ImportChunk, done: int, report: _Report, status=None) -> None:
+    """The chunk's rows and counters in one UPDATE (a resumed chunk continues from here), the
+    chunk's and the job's heartbeat, the job's progress; JobCancelled when a lead cancelled."""
+    now = timezone.now()
+    fields = {"rows_done": done, "heartbeat_at": now, **report.fields()}
+    if status is not None:
+        fields.update(status=status, finished_at=now)
+    if not ImportChunk.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(**fields):
+        raise JobCancelled("the chunk was taken over or ended elsewhere")
+    rows = ImportChunk.objects.filter(job_id=job.pk).aggregate(n=Sum("rows_done"))["n"] or 0
+    planned_refused = (job.plan_report or {}).get("refused", 0)
+    ImportJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+        progress_done=planned_refused + rows, heartbeat_at=now
+    )
+    if ImportJob.objects.filter(pk=job.pk, cancel_requested=True).exists():
+        raise JobCancelled("cancelled")
+
+
+# Workers import many chunks of one source: its zip directory is read once per process.
+_SOURCES: OrderedDict[tuple, ImportSource] = OrderedDict()
+
+
+def _source_for(job: ImportJob) -> ImportSource:
+    path = Path(job.source_path or job.upload_path)
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    source = _SOURCES.get(key)
+    if source is None:
+        source = ImportSource(path)
+        _SOURCES[key] = source
+        while len(_SOURCES) > 2:
+            _SOURCES.popitem(last=False)[1].close()
+    _SOURCES.move_to_end(key)
+    return source
+
+
+# --- the end of the job --------------------------------------------------------------------
+
+
+def import_finish_if_complete(*, job_id: int) -> bool:
+    """Publish the job's report when no chunk is open; exactly one caller does (conditional
+    update). Exact duplicates found by chunks running side by side (each saw no earlier copy)
+    are linked to the earliest copy first, as a sequential import would have."""
+    job = ImportJob.objects.select_related("project").get(pk=job_id)
+    if not job.planned or job.finished:
+        return False
+    if ImportChunk.objects.filter(job=job, status__in=ACTIVE).exists():
+        return False
+    report = _Report(
+        {k: (job.plan_report or {}).get(k, 0) for k in COUNTERS},
+        (job.plan_report or {}).get("errors"),
+        (job.plan_report or {}).get("error_counts"),
+    )
+    failed = []
+    for chunk in ImportChunk.objects.filter(job=job).order_by("number"):
+        report.merge(_Report({k: getattr(chunk, k) for k in COUNTERS}, chunk.errors, chunk.error_counts))
+        if chunk.status == JobStatus.FAILED:
+            failed.append(f"rows {chunk.first_row}+ (chunk {chunk.number}): {chunk.error}")
+    report.counts["exact_duplicates"] += _link_exact_duplicates(job)
+    report.errors.sort(key=lambda e: e["row"])  # manifest order, whoever found the problem
+    fields = report.fields()
+    if failed or job.stopped_reason:
+        reason = "; ".join([job.stopped_reason, *failed][:5]) if job.stopped_reason else "; ".join(failed[:5])
+        ended = ImportJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.FAILED, error=reason[:4000], finished_at=timezone.now(), **fields
+        )
+    elif ImportChunk.objects.filter(job=job, status=JobStatus.CANCELLED).exists() or job.cancel_requested:
+        ended = ImportJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.CANCELLED, error="cancelled", finished_at=timezone.now(), **fields
+        )
+    else:
+        ended = job_finish(job, **fields)
+    if not ended:
+        return False
+    job.refresh_from_db()
+    _delete_upload(job)
     if report.counts["imported"]:
         hooks.items_imported.send(project=job.project, job=job)
+    return True
+
+
+def _link_exact_duplicates(job: ImportJob) -> int:
+    """Items of this job whose pixels an earlier item has, not yet linked to it (two chunks
+    imported copies at the same time): linked to the earliest copy. Returns how many."""
+    since = job.started_at
+    hashes = Item.objects.filter(project=job.project, created_at__gte=since).values("pixel_hash")
+    groups = (
+        Item.objects.filter(project=job.project, duplicate_of__isnull=True, pixel_hash__in=hashes)
+        .values("pixel_hash")
+        .annotate(first=Min("id"), n=Count("id"))
+        .filter(n__gt=1)
+    )
+    linked = 0
+    for group in groups:
+        linked += (
+            Item.objects.filter(project=job.project, pixel_hash=group["pixel_hash"], duplicate_of__isnull=True)
+            .exclude(pk=group["first"])
+            .update(duplicate_of_id=group["first"])
+        )
+    return linked
 
 
 def _as_bool(value) -> bool | None:
@@ -259,9 +504,7 @@ def _check_row(row: dict) -> tuple[dict | None, Problem | None]:
     }, None
 
 
-def _import_row(
-    *, project: Project, source: ImportSource, row: dict, seen_source_ids: set[int], since=None
-) -> tuple[str, Problem | None]:
+def _import_row(*, project: Project, source: ImportSource, row: dict, since=None) -> tuple[str, Problem | None]:
     """Import one manifest row: (imported | duplicate | present | error, problem).
 
     ``since``: the start of a job resumed after a lost worker; a row whose item was created
@@ -280,13 +523,8 @@ def _import_row(
     if problem is not None:
         return "error", problem
     source_id = clean["source_id"]
-    if source_id:
-        digest = _source_digest(source_id)
-        if digest in seen_source_ids:
-            return "error", Problem("duplicate_source_id", f"duplicate source id {source_id!r} in this manifest")
-        seen_source_ids.add(digest)
-        if Item.objects.filter(project=project, source_id=source_id).exists():
-            return present({"source_id": source_id}), None
+    if source_id and Item.objects.filter(project=project, source_id=source_id).exists():
+        return present({"source_id": source_id}), None
     try:
         checked = check_image(source.read(clean["image"]))
     except MissingFile as exc:

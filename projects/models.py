@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from core.models import Job
+from core.models import Job, JobChunk
 from projects.schema import Schema
 
 
@@ -136,9 +136,9 @@ class Item(models.Model):
 
 
 class ImportJob(Job):
-    """An import of a folder or zip (projects.imports). Rows commit one by one; the job's
-    counters and ``progress_done`` (rows read) are checkpointed together, so a job taken over
-    from a lost worker resumes after the last checkpoint (rows are idempotent anyway)."""
+    """An import of a folder or zip (projects.imports). The job's task reads the manifest once
+    into chunks (ImportChunk) that any number of workers import; the last chunk to end
+    publishes the report. Rows commit one by one and are idempotent (``Item.import_key``)."""
 
     kind = "import"
     task_name = "projects.import_items"
@@ -160,6 +160,9 @@ class ImportJob(Job):
         "problems of each kind (see error_counts for the totals).",
     )
     error_counts = models.JSONField(default=dict, help_text="{kind: number of rows refused for it}.")
+    planned = models.BooleanField(default=False, help_text="The manifest was read into chunks.")
+    plan_report = models.JSONField(default=dict, help_text="Rows refused while reading the manifest.")
+    stopped_reason = models.TextField(blank=True, help_text="Why reading the manifest stopped early, if it did.")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -168,6 +171,28 @@ class ImportJob(Job):
     @property
     def title(self) -> str:
         return self.source_name
+
+
+class ImportChunk(JobChunk):
+    """Up to projects.imports.CHUNK_ROWS rows of an import, imported by whichever worker
+    claims it; counters and ``rows_done`` are checkpointed together (a chunk taken over from a
+    lost worker resumes after its last checkpoint)."""
+
+    job = models.ForeignKey(ImportJob, on_delete=models.CASCADE, related_name="chunks")
+    first_row = models.PositiveIntegerField(help_text="Manifest line of the chunk's first row.")
+    rows = models.PositiveIntegerField()
+    rows_done = models.PositiveIntegerField(default=0)
+    first_started_at = models.DateTimeField(null=True, blank=True)
+    imported = models.PositiveIntegerField(default=0)
+    already_present = models.PositiveIntegerField(default=0)
+    exact_duplicates = models.PositiveIntegerField(default=0)
+    refused = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list)
+    error_counts = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["job", "number"]
+        constraints = [models.UniqueConstraint(fields=["job", "number"], name="uniq_import_chunk")]
 
 
 class WorkerHeartbeat(models.Model):

@@ -6,7 +6,7 @@ import socket
 
 from celery import shared_task
 
-from projects.imports import import_job_run
+from projects.imports import import_chunk_run, import_job_run
 from projects.models import ImportJob
 from projects.services import heartbeat_record
 
@@ -23,11 +23,20 @@ IMPORT_OPTIONS = {
 }
 
 
+CHUNK_OPTIONS = {**IMPORT_OPTIONS, "soft_time_limit": 1700, "time_limit": 1800}
+
+
 @shared_task(name="projects.import_items", **IMPORT_OPTIONS)
 def import_job_task(job_id: int) -> None:
+    """Read the manifest into chunks and send one task per chunk (any worker takes them)."""
     job = ImportJob.objects.filter(pk=job_id).first()
     if job is not None and not job.finished:
-        import_job_run(job=job)
+        import_job_run(job=job, fan_out=True)
+
+
+@shared_task(name="projects.import_chunk", **CHUNK_OPTIONS)
+def import_chunk_task(chunk_id: int) -> None:
+    import_chunk_run(chunk_id=chunk_id)
 
 
 @shared_task(acks_late=True, max_retries=3, time_limit=30, soft_time_limit=25)

@@ -164,3 +164,56 @@ def test_exif_rotated_jpeg_is_stored_upright(project, tmp_path):
     run_import(project, src)
     item = Item.objects.get(text="rotated")
     assert (item.width, item.height) == (20, 40) and item.image_format == "PNG"
+
+
+def test_chunks_out_of_order_give_the_same_report_and_links_as_one_pass(project, tmp_path, monkeypatch):
+    """Chunks run by different workers in any order: duplicate copies whose chunks did not see
+    each other are linked to the earliest copy, counts and problems are the job's totals."""
+    from projects import imports
+    from projects.models import ImportChunk
+
+    monkeypatch.setattr(imports, "CHUNK_ROWS", 3)
+    files = {f"img{i}.jpg": image_bytes(i) for i in range(8)}
+    files["copy.jpg"] = image_bytes(0)  # the pixels of img0.jpg
+    rows = [{"image": f"img{i}.jpg", "text": f"t{i}", "source_id": f"s{i}"} for i in range(8)]
+    rows.insert(1, {"image": "missing.jpg", "text": "x", "source_id": "gone"})
+    rows.append({"image": "copy.jpg", "text": "the same picture again", "source_id": "s-copy"})
+    rows.append({"image": "img1.jpg", "text": "dup id", "source_id": "s1"})  # refused while reading
+    job = import_job_create(project=project, user=None, source_name="x")
+    ImportJob.objects.filter(pk=job.pk).update(source_path=str(source_write(tmp_path / "src", rows, files)))
+    # Read the manifest into chunks without running them, then run them last-first.
+    monkeypatch.setattr(imports, "chunks_to_send", lambda qs: [])
+    import_job_run(job=job)
+    chunks = list(ImportChunk.objects.filter(job=job).order_by("-number"))
+    assert [c.rows for c in reversed(chunks)] == [3, 3, 3, 1]
+    for chunk in chunks:
+        imports.import_chunk_run(chunk_id=chunk.pk)
+    job.refresh_from_db()
+    assert job.status == "done", job.error
+    assert (job.imported, job.refused, job.exact_duplicates, job.progress_total) == (9, 2, 1, 11)
+    assert [e["row"] for e in job.errors] == [2, 11]
+    # The copy imported first (its chunk ran first) is the original; the other points to it.
+    copy, first = Item.objects.get(source_id="s-copy"), Item.objects.get(source_id="s0")
+    assert copy.pk < first.pk and copy.duplicate_of is None and first.duplicate_of_id == copy.pk
+    assert not (tmp_path / "var" / "imports" / f"job-{job.pk}").exists()
+    # Two chunks side by side, neither seeing the other's copy: linked when the job ends.
+    Item.objects.filter(pk=first.pk).update(duplicate_of=None)
+    assert imports._link_exact_duplicates(job) == 1
+    assert Item.objects.get(pk=first.pk).duplicate_of_id == copy.pk
+
+
+def test_an_unreadable_source_mid_manifest_fails_the_job_and_keeps_what_was_read(project, tmp_path, monkeypatch):
+    from projects.sources import ImportSource, SourceError
+
+    real_rows = ImportSource.rows
+
+    def breaking(self, limits):
+        for i, row in enumerate(real_rows(self, limits)):
+            if i == 2:
+                raise SourceError("the manifest is corrupt at line 3")
+            yield row
+
+    monkeypatch.setattr(ImportSource, "rows", breaking)
+    rows = [{"image": f"img{i}.jpg", "text": f"t{i}", "source_id": f"s{i}"} for i in range(4)]
+    job = run_import(project, source_write(tmp_path / "src", rows, {f"img{i}.jpg": image_bytes(i) for i in range(4)}))
+    assert job.status == "failed" and "corrupt at line 3" in job.error and job.imported == 2
