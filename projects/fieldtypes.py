@@ -256,6 +256,11 @@ class FieldType:
     def prompt_example(self, spec: dict) -> Any:
         return "..."
 
+    def widget_config(self, spec: dict) -> dict:
+        """What the widget (``templates/fields/<widget>.html`` and its entry in
+        ``static/fields/widgets.js``) needs from the spec, with the type's defaults filled in."""
+        return {}
+
 
 # ---------------------------------------------------------------------------------- choices
 
@@ -292,6 +297,9 @@ class ChoiceType(FieldType):
 
     def prompt_example(self, spec: dict) -> Any:
         return " | ".join(spec["choices"])
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"choices": list(spec["choices"])}
 
 
 class MultiChoiceType(FieldType):
@@ -364,6 +372,9 @@ class MultiChoiceType(FieldType):
     def prompt_example(self, spec: dict) -> Any:
         return [spec["choices"][0]]
 
+    def widget_config(self, spec: dict) -> dict:
+        return {"choices": list(spec["choices"]), "exclusive": list(spec.get("exclusive", []))}
+
 
 # ---------------------------------------------------------------------------------- texts
 
@@ -403,6 +414,9 @@ class EntityType(FieldType):
     def prompt_value(self, spec: dict) -> str:
         return "a short noun phrase naming who is targeted (e.g. \"Muslim people\")"
 
+    def widget_config(self, spec: dict) -> dict:
+        return {"max_length": spec.get("max_length", self.max_length)}
+
 
 class SpanType(FieldType):
     name = "span"
@@ -411,8 +425,14 @@ class SpanType(FieldType):
     agreement = Agreement(CONTINUOUS, "token_f1", "mean token-F1", measure="token-F1", shares=(0.7,))
     threshold_key = "mention_f1"
     roles = frozenset({"mention", "grounding"})
-    spec_keys = ("source",)
+    spec_keys = ("source", "snap")
     blank_is_absent = False
+    #: How the widget extends a selection: to whole words (CJK characters stay single) or not at all.
+    snaps = ("word", "char")
+
+    def check_spec(self, spec: dict) -> None:
+        if spec.get("snap", "word") not in self.snaps:
+            raise SchemaError(f"field {spec.get('name')!r}: snap must be one of {', '.join(self.snaps)}")
 
     def validate(self, spec: dict, value: Any, ctx: Context) -> Any:
         if value is None:
@@ -443,6 +463,9 @@ class SpanType(FieldType):
     def prompt_value(self, spec: dict) -> str:
         return "the exact span copied character for character from the ITEM TEXT (no paraphrase, no correction)"
 
+    def widget_config(self, spec: dict) -> dict:
+        return {"snap": spec.get("snap", "word")}
+
 
 class FreeTextType(FieldType):
     name = "text"
@@ -458,6 +481,9 @@ class FreeTextType(FieldType):
         if clean is None:
             raise FieldError("is empty")
         return clean
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"max_length": spec.get("max_length", self.max_length)}
 
     def similarity(self, spec: dict, a: Any, b: Any, *, lexicon: dict | None) -> float | None:
         return token_f1(a, b)
@@ -515,6 +541,9 @@ class TextListType(FieldType):
 
     def prompt_value(self, spec: dict) -> str:
         return "a list of short texts"
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"max_items": spec.get("max_items", self.max_items)}
 
     def prompt_example(self, spec: dict) -> Any:
         return ["..."]
@@ -648,6 +677,9 @@ class BoxesType(FieldType):
 
     def prompt_example(self, spec: dict) -> Any:
         return [["x1", "y1", "x2", "y2"]]
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"max_boxes": spec.get("max_boxes", self.max_boxes)}
 
 
 # ---------------------------------------------------------------------------------- structured lists
@@ -813,6 +845,11 @@ class ChecklistType(FieldType):
             entry["link"] = "..."
         return [entry]
 
+    def widget_config(self, spec: dict) -> dict:
+        return {"id_prefix": spec.get("id_prefix", ""), "link_to": spec.get("link_to"),
+                "link_required": bool(spec.get("link_required")), "min_items": spec.get("min_items", 1),
+                "max_items": spec.get("max_items", self.max_items)}
+
 
 class PairListType(FieldType):
     """A list of structured pairs with named parts (MemeCap's visual metaphors
@@ -941,6 +978,9 @@ class PairListType(FieldType):
 
     def prompt_example(self, spec: dict) -> Any:
         return [dict.fromkeys(self.parts(spec), "...")]
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"parts": self.parts(spec), "max_items": spec.get("max_items", self.max_items)}
 
 
 REGISTRY: dict[str, FieldType] = {
