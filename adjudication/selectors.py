@@ -2,6 +2,7 @@
 no usernames, no candidate letters or model identities (SPEC section 4)."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from django.core.exceptions import PermissionDenied
@@ -9,6 +10,7 @@ from django.http import Http404
 
 from adjudication.models import AdjudicationTask, GoldRecord, HistoryEvent, LexiconVersion
 from annotation.models import Annotation, AnnotationRevision
+from annotation.selectors import FieldView, field_view
 from projects.access import roles_of
 from projects.fieldtypes import REGISTRY
 from projects.models import Item, Project, Role
@@ -38,10 +40,13 @@ def task_get_for_reviewer(*, user, project: Project, task_id) -> AdjudicationTas
 class FieldRow:
     name: str
     label: str
-    widget: str
     spec: dict
     mark: str
+    #: The field as the "Edit" cell renders it (the same widget as the annotation workspace).
+    field: FieldView
     values: list = field(default_factory=list)
+    #: The type's display_text of each annotator's value.
+    displays: list = field(default_factory=list)
 
 
 def _segments(text: str, mentions: list[str | None]) -> list[tuple[str, str]]:
@@ -70,9 +75,11 @@ def review_context(*, task: AdjudicationTask) -> dict:
     rows = []
     for spec in schema.fields:
         name = spec["name"]
+        ftype = REGISTRY[spec["type"]]
+        shown = [v.get(name) for v in values]
         rows.append(FieldRow(
-            name=name, label=spec.get("label", name), widget=REGISTRY[spec["type"]].widget, spec=spec,
-            mark=task.comparison.get(name, "agree"), values=[v.get(name) for v in values],
+            name=name, label=spec.get("label", name), spec=spec, mark=task.comparison.get(name, "agree"),
+            field=field_view(schema, spec, None), values=shown, displays=[ftype.display_text(spec, v) for v in shown],
         ))
     mention_fields = [s["name"] for s in schema.fields if "mention" in REGISTRY[s["type"]].roles]
     mentions = [v.get(mention_fields[0]) for v in values] if mention_fields else []
@@ -82,8 +89,6 @@ def review_context(*, task: AdjudicationTask) -> dict:
         "draft": task.draft or {},
         "comparison": task.comparison,
         "annotators": [{"k": k, "values": v} for k, v in enumerate(values, start=1)],
-        "fields": [{"name": r.name, "widget": r.widget, "choices": r.spec.get("choices", []),
-                    "exclusive": r.spec.get("exclusive", [])} for r in rows],
         "boxField": box_fields[0] if box_fields else None,
     }
     return {
@@ -103,20 +108,49 @@ def review_queue_counts(*, project: Project, user) -> dict:
     }
 
 
+def _json(value) -> str:
+    """A stored value as JSON text (``null``, ``[]``, ``"text"``), never a Python repr."""
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass
+class GoldView:
+    record: GoldRecord
+    #: (field name, label, the type's display_text, provenance) in schema order.
+    rows: list = field(default_factory=list)
+
+
 def item_history(*, item: Item) -> dict:
     """Everything that happened to an item, for leads: annotation revisions (with annotator
-    names: leads may see them), routing, gold revisions, send-backs."""
+    names: leads may see them), routing, gold revisions, send-backs. Values are JSON text."""
     events = []
     for rev in AnnotationRevision.objects.filter(annotation__item=item).select_related("annotation__annotator", "saved_by"):
         events.append({"when": rev.saved_at, "kind": f"annotation v{rev.version} ({rev.status})",
-                       "who": rev.annotation.annotator.username, "new": rev.values, "note": rev.annotation.kind})
+                       "who": rev.annotation.annotator.username, "new": _json(rev.values), "old": "",
+                       "note": rev.annotation.kind})
     for ev in HistoryEvent.objects.filter(item=item).select_related("actor"):
         events.append({"when": ev.created_at, "kind": ev.kind, "who": ev.actor.username if ev.actor else "system",
-                       "old": ev.old, "new": ev.new, "note": ev.note})
+                       "old": _json(ev.old), "new": _json(ev.new), "note": ev.note})
     events.sort(key=lambda e: e["when"])
+    schema = item.project.get_schema()
+    gold = []
+    for record in GoldRecord.objects.filter(item=item).select_related("decided_by").order_by("-revision"):
+        view = GoldView(record=record)
+        for spec in schema.fields:
+            name = spec["name"]
+            if name in record.values:
+                view.rows.append((name, spec.get("label") or name,
+                                  REGISTRY[spec["type"]].display_text(spec, record.values[name]),
+                                  (record.provenance or {}).get(name) or {}))
+        # Fields of an older schema version still show, as JSON.
+        for name in sorted(set(record.values) - set(schema.names)):
+            view.rows.append((name, name, _json(record.values[name]), (record.provenance or {}).get(name) or {}))
+        gold.append(view)
     return {
         "events": events,
-        "gold": list(GoldRecord.objects.filter(item=item).select_related("decided_by").order_by("-revision")),
+        "gold": gold,
         "open_task": AdjudicationTask.objects.filter(item=item, status__in=["open", "claimed"]).first(),
     }
 

@@ -9,6 +9,7 @@ all. The stored candidate ids of the provenance are stripped before anything lea
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -108,26 +109,54 @@ def annotation_state(annotation: Annotation) -> dict:
 
 @dataclass(frozen=True)
 class FieldView:
-    """One schema field as the workspace renders it (by widget name, never by preset)."""
+    """One schema field as a page renders it: the type's widget template with the type's widget
+    config (never a switch on the widget or preset name)."""
 
     name: str
     label: str
     widget: str
+    template: str
     help: str
     required: bool
-    choices: list
-    exclusive: list
+    config: dict
     visible_if: dict | None
     visible: bool
     value: Any
+    roles: frozenset = frozenset()
+
+    @property
+    def config_json(self) -> str:
+        return json.dumps(self.config, ensure_ascii=False)
+
+    @property
+    def mention(self) -> bool:
+        """Highlighted in the item text (the span of a text mention)."""
+        return "mention" in self.roles
+
+    @property
+    def region(self) -> bool:
+        """Drawn on the image (the boxes of a visual region)."""
+        return "region" in self.roles
+
+
+def field_view(schema, spec: dict, value: Any, *, visible: bool = True) -> FieldView:
+    ftype = schema.type_of(spec["name"])
+    return FieldView(
+        name=spec["name"], label=spec.get("label") or spec["name"], widget=ftype.widget, template=ftype.template,
+        help=spec.get("help", ""), required=bool(spec.get("required")), config=ftype.widget_config(spec),
+        visible_if=spec.get("visible_if"), visible=visible, value=value, roles=ftype.roles,
+    )
 
 
 @dataclass(frozen=True)
 class CandidateFieldView:
     name: str
     label: str
-    widget: str
     value: Any
+    #: The type's display_text of the value (escaped by the template).
+    display: str
+    #: Boxes previewed on the image while the "Use" button is hovered or focused.
+    preview: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,6 +179,10 @@ class Workspace:
         return annotation_state(self.annotation)
 
     @property
+    def has_region(self) -> bool:
+        return any(f.region for f in self.fields)
+
+    @property
     def candidate_rows(self) -> list[tuple[FieldView, list[tuple[str, CandidateFieldView | None]]]]:
         """Fields x candidates for the side-by-side table: (letter, field or None when the
         candidate lacks it, e.g. removed as malformed)."""
@@ -166,20 +199,16 @@ def workspace_for_annotator(*, annotation: Annotation, audit: bool) -> Workspace
     item = annotation.item
     schema = item.project.get_schema()
     values = {**schema.absent_values(), **current_values(schema, annotation.working_values)}
-    fields = [
-        FieldView(
-            name=spec["name"], label=spec.get("label") or spec["name"], widget=schema.type_of(spec["name"]).widget,
-            help=spec.get("help", ""), required=bool(spec.get("required")), choices=list(spec.get("choices", [])),
-            exclusive=list(spec.get("exclusive", [])), visible_if=spec.get("visible_if"),
-            visible=schema.is_visible(spec, values), value=values.get(spec["name"]),
-        )
-        for spec in schema.fields
-    ]
+    fields = [field_view(schema, spec, values.get(spec["name"]), visible=schema.is_visible(spec, values))
+              for spec in schema.fields]
     candidates: list[CandidateView] = []
     if not audit:
         for cand in candidates_for_annotator(item=item, user=annotation.annotator):
             shown = [
-                CandidateFieldView(name=f.name, label=f.label, widget=f.widget, value=cand.fields[f.name])
+                CandidateFieldView(
+                    name=f.name, label=f.label, value=cand.fields[f.name], preview=f.region,
+                    display=schema.type_of(f.name).display_text(schema.by_name[f.name], cand.fields[f.name]),
+                )
                 for f in fields
                 if f.name in cand.fields
             ]

@@ -109,7 +109,7 @@ def _workspace_page(request, slug, item_id, kind):
         "item": ws.item,
         "state_json": json.dumps(ws.state),
         "candidates_json": json.dumps({c.letter: c.values for c in ws.candidates}),
-        "has_boxes": any(f.widget == "boxes" for f in ws.fields),
+        "has_boxes": ws.has_region,
         "blur": bool(pref and pref.blur_images),
         "skip_reasons": SKIP_REASONS,
         "draft_url": reverse(f"{api}_draft", args=[project.slug, ws.item.pk]),

@@ -82,7 +82,7 @@ SEL = {
     "annotate_link": "main a:text-is('Annotate')",
     "accept_warning": "#accept-warning",
     "ready": "#workspace.ready",
-    "fields": "#ann-form .field",                        # data-name, data-widget, data-visible-*
+    "fields": "#ann-form .field",                        # data-name, data-visible-*; widget root inside
     "use_all": "[data-use-all='{letter}']",               # "Use all" of candidate {letter}
     "use_field": "[data-use-field='{field}'][data-letter='{letter}']",  # "Use" one field of a candidate
     "radio": "#field-{field} input[type=radio][value='{value}']",
@@ -346,7 +346,8 @@ def read_fields(page) -> list[Field]:
     out = []
     for h in page.locator(SEL["fields"]).element_handles():
         vis_in = h.get_attribute("data-visible-in")
-        out.append(Field(h.get_attribute("data-name"), h.get_attribute("data-widget"),
+        widget = h.query_selector("[data-widget]")  # the field's widget root (templates/fields/)
+        out.append(Field(h.get_attribute("data-name"), widget.get_attribute("data-widget"),
                          h.get_attribute("data-visible-field"), vis_in.split("|") if vis_in else None))
     return out
 

@@ -1,12 +1,18 @@
-// Reviewer page: pick an annotator's value per field or edit it, overlays per annotator,
-// gold boxes drawn with the annotation page's box widget, draft autosave, versioned save (409).
+// Reviewer page: pick an annotator's value per field or edit it with the field's widget (the
+// same ones as the annotation workspace, static/fields/widgets.js), overlays per annotator,
+// gold boxes drawn on the image, draft autosave, versioned save (409).
 import { BoxCanvas } from "../annotation/boxes.js";
+import { initWidgets, widgetOf } from "../fields/widgets.js";
 
 const NS = "http://www.w3.org/2000/svg";
 const DEBOUNCE_MS = 800;
 
 const root = document.getElementById("review");
 if (root) init(root);
+
+function clone(v) {
+  return v === undefined ? undefined : JSON.parse(JSON.stringify(v));
+}
 
 function init(root) {
   const state = JSON.parse(root.dataset.state);
@@ -22,8 +28,13 @@ function init(root) {
   const bannerText = document.getElementById("banner-text");
   const formError = document.getElementById("form-error");
   const note = document.getElementById("note");
-  const itemText = document.getElementById("item-text").textContent;
-  const rows = [...document.querySelectorAll(".field-row")];
+  const itemTextEl = document.getElementById("item-text");
+  const itemText = itemTextEl.textContent;
+  const rows = [...document.querySelectorAll(".field-row")].map((tr) => {
+    const w = tr.querySelector(".editor [data-widget]");
+    return { tr, w, widget: widgetOf(w), name: tr.dataset.name };
+  });
+  const rowByName = Object.fromEntries(rows.map((r) => [r.name, r]));
   const valuesOf = (k) => state.annotators[k - 1].values;
 
   // Overlays: each annotator's boxes in their colour, toggleable.
@@ -44,63 +55,77 @@ function init(root) {
     });
   }
 
-  const canvas = new BoxCanvas(document.getElementById("box-canvas"), { onChange: () => changed() });
+  // The gold canvas belongs to the region field's editor (its boxes widget draws on it), and is
+  // enabled only while that field is being edited.
+  const canvas = new BoxCanvas(document.getElementById("box-canvas"));
+  const regionRow = state.boxField ? rowByName[state.boxField] : null;
+  canvas.owner = regionRow ? regionRow.w : null;
   canvas.setEnabled(false);
+
+  // Text selection in the item text, as offsets (the marks of the annotators' mentions split it).
+  let lastSelection = null;
+  document.addEventListener("selectionchange", () => {
+    const sel = document.getSelection();
+    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
+    const range = sel.getRangeAt(0);
+    if (!itemTextEl.contains(range.startContainer) || !itemTextEl.contains(range.endContainer)) return;
+    const pre = document.createRange();
+    pre.selectNodeContents(itemTextEl);
+    pre.setEnd(range.startContainer, range.startOffset);
+    const start = pre.toString().length;
+    lastSelection = { start, end: start + range.toString().length };
+  });
+
+  const ctx = {
+    itemText,
+    canvas,
+    selection: () => lastSelection,
+    valueOf: (name) => (rowByName[name] ? goldValue(rowByName[name]) : null),
+    error: (w, msg) => showFieldError(rowByName[w.dataset.name], msg),
+    canDraw: (w) => rowByName[w.dataset.name] && rowPick(rowByName[w.dataset.name]) === "edit",
+  };
 
   function setStatus(text, cls = "") { statusEl.textContent = text; statusEl.className = `save-status ${cls}`; }
   function showBanner(text, cls) { banner.hidden = false; banner.className = `banner ${cls}`; bannerText.textContent = text; }
+  function showFieldError(row, msg) {
+    if (!row) return;
+    const p = row.tr.querySelector(".field-error");
+    p.hidden = !msg;
+    p.textContent = msg || "";
+  }
 
   function rowPick(row) {
-    const checked = row.querySelector(`input[name="pick-${row.dataset.name}"]:checked`);
+    const checked = row.tr.querySelector(`input[name="pick-${CSS.escape(row.name)}"]:checked`);
     return checked ? checked.value : null;
   }
 
-  function editorValue(row) {
-    const widget = row.dataset.widget;
-    if (widget === "boxes") return canvas.getBoxes();
-    if (widget === "checkboxes") return [...row.querySelectorAll(".edit-check:checked")].map((c) => c.value);
-    const input = row.querySelector(".edit-input");
-    const v = input ? input.value : "";
-    if (widget === "textlist") return v.split("\n").map((s) => s.trim()).filter(Boolean);
-    if (widget === "span") return v === "" ? null : v;  // exact copy: never trimmed
-    return v.trim() === "" ? null : v;
-  }
-
-  function setEditor(row, value) {
-    const widget = row.dataset.widget;
-    if (widget === "boxes") { canvas.setBoxes(value || []); return; }
-    if (widget === "checkboxes") {
-      for (const c of row.querySelectorAll(".edit-check")) c.checked = (value || []).includes(c.value);
-      return;
-    }
-    const input = row.querySelector(".edit-input");
-    if (!input) return;
-    input.value = widget === "textlist" ? (value || []).join("\n") : (value ?? "");
-  }
-
-  function goldBoxesFor(row) {
+  // The gold value a row stands for right now: an annotator's, the identical one, or the edit.
+  function goldValue(row) {
     const pick = rowPick(row);
-    if (pick === "edit") return canvas.getBoxes();
-    if (pick === "identical") return valuesOf(1)[row.dataset.name] || [];
-    if (pick) return valuesOf(Number(pick))[row.dataset.name] || [];
-    return [];
+    if (pick === "edit") return row.widget.read(row.w, ctx);
+    if (pick === "identical") return clone(valuesOf(1)[row.name] ?? row.widget.absent());
+    if (pick) return clone(valuesOf(Number(pick))[row.name] ?? row.widget.absent());
+    return row.widget.absent();
+  }
+
+  function syncAll() {
+    for (const row of rows) if (row.widget.sync) row.widget.sync(row.w, ctx);
+    if (regionRow && rowPick(regionRow) !== "edit") {
+      canvas.setEnabled(false);
+      canvas.setBoxes(goldValue(regionRow));
+    }
   }
 
   function refreshRow(row, { seedEditor = false } = {}) {
     const pick = rowPick(row);
-    const editor = row.querySelector(".editor");
-    editor.hidden = pick !== "edit";
-    if (row.dataset.widget === "boxes") {
-      canvas.setEnabled(pick === "edit");
-      if (pick !== "edit") canvas.setBoxes(goldBoxesFor(row));
-    }
+    row.tr.querySelector(".editor").hidden = pick !== "edit";
     if (seedEditor && pick === "edit") {
       // Start editing from what was chosen before (or Annotator 1's value).
-      const prev = row.dataset.prevPick;
+      const prev = row.tr.dataset.prevPick;
       const base = prev && prev !== "edit" && prev !== "identical" ? valuesOf(Number(prev)) : valuesOf(1);
-      if (row.dataset.widget !== "boxes" || canvas.getBoxes().length === 0) setEditor(row, base[row.dataset.name]);
+      row.widget.write(row.w, clone(base[row.name] ?? row.widget.absent()), ctx);
     }
-    row.dataset.prevPick = pick || "";
+    row.tr.dataset.prevPick = pick || "";
   }
 
   function decisions() {
@@ -108,44 +133,33 @@ function init(root) {
     for (const row of rows) {
       const pick = rowPick(row);
       if (!pick || pick === "identical") continue;
-      out[row.dataset.name] = pick === "edit" ? { value: editorValue(row) } : { pick: Number(pick) };
+      out[row.name] = pick === "edit" ? { value: row.widget.read(row.w, ctx) } : { pick: Number(pick) };
     }
     return out;
   }
 
   // Restore the draft.
+  initWidgets(document.getElementById("review-form"), ctx);
   const draft = state.draft || {};
   for (const row of rows) {
-    const d = (draft.decisions || {})[row.dataset.name];
+    const d = (draft.decisions || {})[row.name];
     if (d && "pick" in d) {
-      const r = row.querySelector(`input[value="${d.pick}"]`);
+      const r = row.tr.querySelector(`input[name="pick-${CSS.escape(row.name)}"][value="${d.pick}"]`);
       if (r) r.checked = true;
     } else if (d && "value" in d) {
-      row.querySelector('input[value="edit"]').checked = true;
-      setEditor(row, d.value);
+      row.tr.querySelector('input[value="edit"]').checked = true;
+      row.widget.write(row.w, d.value, ctx);
     }
     refreshRow(row);
   }
+  syncAll();
   if (draft.note) note.value = draft.note;
 
   for (const row of rows) {
-    for (const radio of row.querySelectorAll('input[type="radio"]')) {
-      radio.addEventListener("change", () => { refreshRow(row, { seedEditor: true }); changed(); });
+    for (const radio of row.tr.querySelectorAll(`input[name="pick-${CSS.escape(row.name)}"]`)) {
+      radio.addEventListener("change", () => { refreshRow(row, { seedEditor: true }); syncAll(); changed(); });
     }
-    row.addEventListener("input", (e) => { if (e.target.type !== "radio") changed(); });
-    const useSel = row.querySelector(".use-selection");
-    if (useSel) {
-      useSel.addEventListener("click", () => {
-        const sel = window.getSelection();
-        const text = sel ? sel.toString() : "";
-        if (!text || !itemText.includes(text)) {
-          showBanner("Select words in the item text first: the mention must be an exact copy.", "warn");
-          return;
-        }
-        row.querySelector(".edit-input").value = text;
-        changed();
-      });
-    }
+    row.w.addEventListener("input", () => { showFieldError(row, ""); syncAll(); changed(); });
   }
   note.addEventListener("input", () => changed());
 
@@ -187,12 +201,10 @@ function init(root) {
     e.preventDefault();
     clearTimeout(saveTimer);
     formError.hidden = true;
-    for (const p of document.querySelectorAll(".field-error")) { p.hidden = true; p.textContent = ""; }
-    const missing = rows.filter((r) => r.dataset.mark !== "agree" && !rowPick(r));
+    for (const row of rows) showFieldError(row, "");
+    const missing = rows.filter((r) => r.tr.dataset.mark !== "agree" && !rowPick(r));
     if (missing.length) {
-      for (const r of missing) {
-        const p = r.querySelector(".field-error"); p.hidden = false; p.textContent = "Pick a value or edit it.";
-      }
+      for (const r of missing) showFieldError(r, "Pick a value or edit it.");
       formError.hidden = false; formError.textContent = "Every field that differs needs a decision.";
       return;
     }
@@ -208,9 +220,10 @@ function init(root) {
     if (status === 409) { showBanner(data.detail, "bad"); return; }
     if (status === 400 && data.errors) {
       for (const [name, msg] of Object.entries(data.errors)) {
-        const row = rows.find((r) => r.dataset.name === name);
-        if (row) { const p = row.querySelector(".field-error"); p.hidden = false; p.textContent = msg; }
-        else { formError.hidden = false; formError.textContent = msg; }
+        const row = rowByName[name];
+        const text = Array.isArray(msg) ? msg.join(" ") : String(msg);
+        if (row) showFieldError(row, text);
+        else { formError.hidden = false; formError.textContent = text; }
       }
       return;
     }

@@ -1,5 +1,6 @@
-// The annotation workspace: fields generated from the schema (by widget name), candidates,
-// text-mention selection, boxes, autosave that never loses work, submit with version checks.
+// The annotation workspace: fields generated from the schema (each one a widget of
+// static/fields/widgets.js), candidates, text-mention selection, boxes, autosave that never
+// loses work, submit with version checks.
 //
 // Never losing work (issue 4, part 3):
 // - every change is copied to localStorage at once, then autosaved after 800 ms of quiet;
@@ -8,6 +9,7 @@
 //   this browser is offered back after logging in again;
 // - a stale version (409) is never overwritten: the message says what happened.
 import { BoxCanvas } from "./boxes.js";
+import { initWidgets, widgetOf } from "../fields/widgets.js";
 
 const DEBOUNCE_MS = 800;
 const MAX_BACKOFF_MS = 30000;
@@ -51,13 +53,19 @@ function init(root) {
   const formError = document.getElementById("form-error");
   const live = document.getElementById("canvas-live");
 
-  const fields = [...form.querySelectorAll(".field")].map((el) => ({
-    el,
-    name: el.dataset.name,
-    widget: el.dataset.widget,
-    visField: el.dataset.visibleField || null,
-    visIn: el.dataset.visibleIn ? el.dataset.visibleIn.split("|") : null,
-  }));
+  const fields = [...form.querySelectorAll(".field")].map((el) => {
+    const w = el.querySelector("[data-widget]");
+    return {
+      el,
+      w,
+      widget: widgetOf(w),
+      name: el.dataset.name,
+      mention: el.hasAttribute("data-mention"),
+      region: el.hasAttribute("data-region"),
+      visField: el.dataset.visibleField || null,
+      visIn: el.dataset.visibleIn ? el.dataset.visibleIn.split("|") : null,
+    };
+  });
   const byName = Object.fromEntries(fields.map((f) => [f.name, f]));
 
   let values = clone(state.values) || {};
@@ -88,25 +96,18 @@ function init(root) {
   });
 
   // ---------------------------------------------------------------- boxes
+  // The canvas belongs to the page (the image is not part of any field); the boxes widget of
+  // the region field draws on it through ctx.canvas.
   const svg = document.getElementById("box-canvas");
-  const boxFields = fields.filter((f) => f.widget === "boxes");
-  let activeBoxField = boxFields.length ? boxFields[0].name : null;
-  const canvas = new BoxCanvas(svg, {
-    onChange: (boxes) => { if (activeBoxField) setValue(activeBoxField, boxes); },
-    onSelect: () => renderBoxList(),
-    announce: (msg) => { live.textContent = msg; },
-  });
+  const canvas = new BoxCanvas(svg, { announce: (msg) => { live.textContent = msg; } });
   const stage = document.getElementById("stage");
   const unblur = document.getElementById("unblur");
   if (unblur) {
-    const reveal = () => { stage.classList.remove("blurred"); unblur.remove(); syncCanvas(); };
+    const reveal = () => { stage.classList.remove("blurred"); unblur.remove(); syncWidgets(); };
     unblur.addEventListener("click", reveal);
   }
-  function syncCanvas() {
-    const f = activeBoxField && byName[activeBoxField];
-    const usable = Boolean(f) && !f.el.hidden && editable && !stage.classList.contains("blurred");
-    canvas.setEnabled(usable);
-    canvas.setBoxes(f ? values[f.name] || [] : []);
+  function ownerField() {
+    return fields.find((f) => f.w === canvas.owner) || null;
   }
   const addBox = document.getElementById("add-box");
   if (addBox) {
@@ -117,7 +118,7 @@ function init(root) {
     });
   }
   function showFieldHint() {
-    const f = activeBoxField && byName[activeBoxField];
+    const f = ownerField();
     if (f && f.el.hidden && f.visField) {
       setStatus(`Boxes are only needed when ${labelOf(f.visField)} is ${f.visIn.join(" or ")}.`, "warn");
     }
@@ -143,34 +144,6 @@ function init(root) {
     if (e.key === "-") setZoom(zoom / 1.5);
   });
 
-  function renderBoxList() {
-    for (const f of boxFields) {
-      const list = f.el.querySelector(".box-list");
-      const empty = f.el.querySelector(".box-empty");
-      const boxes = values[f.name] || [];
-      list.replaceChildren();
-      boxes.forEach((b, i) => {
-        const li = document.createElement("li");
-        li.className = f.name === activeBoxField && canvas.selected === i ? "selected" : "";
-        const code = document.createElement("code");
-        code.textContent = `[${b.join(", ")}]`;
-        const sel = document.createElement("button");
-        sel.type = "button"; sel.className = "secondary small"; sel.textContent = "Select";
-        sel.addEventListener("click", () => { activeBoxField = f.name; syncCanvas(); canvas.select(i); svg.focus(); });
-        const del = document.createElement("button");
-        del.type = "button"; del.className = "secondary small"; del.textContent = "Delete";
-        del.setAttribute("aria-label", `Delete box ${i + 1}`);
-        del.addEventListener("click", () => {
-          const next = (values[f.name] || []).filter((_, j) => j !== i);
-          setValue(f.name, next);
-        });
-        li.append(code, " ", sel, " ", del);
-        list.appendChild(li);
-      });
-      empty.hidden = boxes.length > 0;
-    }
-  }
-
   // ---------------------------------------------------------------- fields <-> values
   function labelOf(name) {
     const f = byName[name];
@@ -179,82 +152,32 @@ function init(root) {
   }
 
   function absent(f) {
-    return ["checkboxes", "boxes", "textlist"].includes(f.widget) ? [] : null;
+    return f.widget.absent();
   }
-
   function readField(f) {
-    const el = f.el;
-    switch (f.widget) {
-      case "radio": {
-        const c = el.querySelector("input[type=radio]:checked");
-        return c ? c.value : null;
-      }
-      case "checkboxes":
-        return [...el.querySelectorAll("input[type=checkbox]:checked")].map((c) => c.value);
-      case "entity":
-      case "span": {
-        const v = el.querySelector("input[type=text]").value;
-        return v === "" ? null : v;
-      }
-      case "textarea": {
-        const v = el.querySelector("textarea").value;
-        return v.trim() === "" ? null : v;
-      }
-      case "textlist":
-        return [...el.querySelectorAll(".tl-row input")].map((i) => i.value).filter((v) => v.trim() !== "");
-      case "boxes":
-        return values[f.name] || [];
-      default:
-        return values[f.name];
-    }
+    return f.widget.read(f.w, ctx);
   }
-
   function writeField(f, v) {
-    const el = f.el;
-    switch (f.widget) {
-      case "radio":
-        el.querySelectorAll("input[type=radio]").forEach((r) => { r.checked = r.value === v; });
-        break;
-      case "checkboxes": {
-        const set = new Set(Array.isArray(v) ? v : []);
-        el.querySelectorAll("input[type=checkbox]").forEach((c) => { c.checked = set.has(c.value); });
-        break;
-      }
-      case "entity":
-      case "span":
-        el.querySelector("input[type=text]").value = typeof v === "string" ? v : "";
-        if (f.widget === "span") highlightMention();
-        break;
-      case "textarea":
-        el.querySelector("textarea").value = typeof v === "string" ? v : "";
-        break;
-      case "textlist": {
-        const rows = el.querySelector(".tl-rows");
-        rows.replaceChildren();
-        (Array.isArray(v) ? v : []).forEach((t) => rows.appendChild(textlistRow(f, t)));
-        break;
-      }
-      case "boxes":
-        if (f.name === activeBoxField) canvas.setBoxes(Array.isArray(v) ? v : []);
-        renderBoxList();
-        break;
-      default:
-    }
+    f.widget.write(f.w, v, ctx);
+    if (f.mention) highlightMention();
+  }
+  // Widgets whose display depends on other fields (checklist links, the canvas) refresh here.
+  function syncWidgets() {
+    for (const f of fields) if (f.widget.sync) f.widget.sync(f.w, ctx);
   }
 
-  function textlistRow(f, text) {
-    const row = document.createElement("div");
-    row.className = "tl-row";
-    const input = document.createElement("input");
-    input.type = "text";
-    input.value = text;
-    input.setAttribute("aria-label", labelOf(f.name));
-    const rm = document.createElement("button");
-    rm.type = "button"; rm.className = "secondary small"; rm.textContent = "Remove";
-    rm.dataset.tlRemove = "";
-    row.append(input, rm);
-    return row;
-  }
+  // What the widgets may ask of the page (static/fields/widgets.js).
+  const ctx = {
+    itemText,
+    canvas,
+    selection: () => lastSelection,
+    valueOf: (name) => values[name],
+    error: (w, msg) => showError(w.dataset.name, msg),
+    canDraw: (w) => {
+      const f = fields.find((x) => x.w === w);
+      return Boolean(f) && !f.el.hidden && editable && !stage.classList.contains("blurred");
+    },
+  };
 
   // Conditional visibility (schema visible_if): a hidden field holds its absence value, so
   // "non-harmful" clears the target fields (Meme3W Appendix A.1 absence rules).
@@ -277,7 +200,7 @@ function init(root) {
     });
     document.querySelectorAll("[data-use-all]").forEach((b) => { b.disabled = !editable; });
     renderProvenance();
-    syncCanvas();
+    syncWidgets();
   }
 
   function fieldUsable(f, visible) {
@@ -308,26 +231,18 @@ function init(root) {
     changed();
   }
 
-  // DOM edits -> values
+  // DOM edits -> values: every widget reports a change with an "input" event from its root.
   form.addEventListener("input", (e) => {
     const fieldEl = e.target.closest(".field");
     if (!fieldEl || !editable) return;
     const f = byName[fieldEl.dataset.name];
-    if (f.widget === "checkboxes" && e.target.type === "checkbox" && e.target.checked) {
-      // An exclusive option ("Other") cannot be combined with another one.
-      const boxes = [...f.el.querySelectorAll("input[type=checkbox]")];
-      if (e.target.hasAttribute("data-exclusive")) {
-        boxes.forEach((c) => { if (c !== e.target) c.checked = false; });
-      } else {
-        boxes.forEach((c) => { if (c.hasAttribute("data-exclusive")) c.checked = false; });
-      }
-    }
     const v = readField(f);
     values[f.name] = v;
     if (provenance[f.name]) {
       const cand = candidates[provenance[f.name].letter] || {};
       provenance[f.name].edited = !same(v, cand[f.name] ?? absent(f));
     }
+    if (f.mention) highlightMention();
     clearError(f.name);
     applyVisibility();
     changed();
@@ -336,26 +251,11 @@ function init(root) {
     // radios fire change but not always input in older engines
     if (e.target.type === "radio") form.dispatchEvent(new Event("input", { bubbles: true }));
   });
-  form.addEventListener("click", (e) => {
-    const add = e.target.closest("[data-tl-add]");
-    const rm = e.target.closest("[data-tl-remove]");
-    if (add || rm) {
-      const f = byName[e.target.closest(".field").dataset.name];
-      if (add) {
-        const row = textlistRow(f, "");
-        f.el.querySelector(".tl-rows").appendChild(row);
-        row.querySelector("input").focus();
-      } else {
-        rm.closest(".tl-row").remove();
-        setValue(f.name, readField(f));
-      }
-    }
-  });
 
   // ---------------------------------------------------------------- text mention
   // The mention is cut from the item text by character offsets of the selection, so it is an
   // exact copy (guideline 4) whatever the browser does with whitespace in toString().
-  let lastSelection = null;
+  let lastSelection = null; // {start, end}: offsets into the item text
   document.addEventListener("selectionchange", () => {
     const sel = document.getSelection();
     if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
@@ -366,21 +266,11 @@ function init(root) {
     pre.setEnd(range.startContainer, range.startOffset);
     const start = pre.toString().length;
     const end = start + range.toString().length;
-    lastSelection = end > start ? itemText.slice(start, end) : null;
+    lastSelection = end > start ? { start, end } : null;
   });
-  document.querySelectorAll("[data-span-use]").forEach((b) => b.addEventListener("click", () => {
-    if (!lastSelection || !lastSelection.trim()) {
-      showError(b.dataset.spanUse, "Select the words in the item text first.");
-      return;
-    }
-    setValue(b.dataset.spanUse, lastSelection);
-  }));
-  document.querySelectorAll("[data-span-clear]").forEach((b) => b.addEventListener("click", () => {
-    setValue(b.dataset.spanClear, null);
-  }));
 
   function highlightMention() {
-    const spanField = fields.find((f) => f.widget === "span");
+    const spanField = fields.find((f) => f.mention);
     const mention = spanField ? values[spanField.name] : null;
     const at = typeof mention === "string" && mention ? itemText.indexOf(mention) : -1;
     if (at < 0) {
@@ -652,7 +542,7 @@ function init(root) {
       setStatus(`Submitted ${new Date().toLocaleTimeString()}`, "ok");
       const routed = d.routed ? " The item now has all its annotations and has moved on." : " You can revise it until the item goes to adjudication.";
       showBanner(`Submitted.${routed}`, "ok");
-      if (d.routed) { editable = false; fieldset.disabled = true; if (submitBtn) submitBtn.remove(); syncCanvas(); }
+      if (d.routed) { editable = false; fieldset.disabled = true; if (submitBtn) submitBtn.remove(); syncWidgets(); }
       const skip = document.querySelector(".skip-card");
       if (skip) skip.remove();
       document.body.dispatchEvent(new CustomEvent("annotation-submitted", { bubbles: true }));
@@ -684,10 +574,10 @@ function init(root) {
   });
 
   // ---------------------------------------------------------------- start
+  initWidgets(form, ctx);
   for (const f of fields) writeField(f, values[f.name] ?? absent(f));
   highlightMention();
   applyVisibility();
-  renderBoxList();
   if (!editable) {
     dropLocal();
     setStatus(status === "skipped" ? "Skipped" : "Read only");
