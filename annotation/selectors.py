@@ -293,6 +293,15 @@ def audit_worklist(*, user, project: Project, limit: int = 200):
     )
 
 
+def audit_next_open(*, user, project: Project) -> Annotation | None:
+    """The auditor's first audit still open to them (a draft), in worklist order."""
+    return (
+        Annotation.objects.filter(annotator=user, item__project=project, kind=Kind.AUDIT, status=Status.DRAFT)
+        .order_by("item_id")
+        .first()
+    )
+
+
 def annotator_preference(*, user, project: Project) -> AnnotatorPreference | None:
     return AnnotatorPreference.objects.filter(user=user, project=project).first()
 

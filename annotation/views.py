@@ -6,6 +6,7 @@ role 403), then fetches the caller's own annotation through a selector that scop
 from __future__ import annotations
 
 import json
+import re
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -21,6 +22,7 @@ from annotation.selectors import (
     annotator_preference,
     annotator_progress,
     annotator_worklist,
+    audit_next_open,
     audit_worklist,
     workspace_for_annotator,
 )
@@ -38,6 +40,8 @@ from projects.access import item_get_for_user, project_get_for_user
 from projects.models import Role
 
 ROLE_FOR_KIND = {Kind.ANNOTATION: Role.ANNOTATOR, Kind.AUDIT: Role.AUDITOR}
+#: A BCP 47-looking language tag: only such an item language becomes the text's lang attribute.
+LANG_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 
 
 def _gate(request, project):
@@ -111,6 +115,8 @@ def _workspace_page(request, slug, item_id, kind):
         "candidates_json": json.dumps({c.letter: c.values for c in ws.candidates}),
         "has_boxes": ws.has_region,
         "blur": bool(pref and pref.blur_images),
+        "auto_advance": pref.auto_advance if pref else True,
+        "item_lang": ws.item.language if LANG_TAG.match(ws.item.language or "") else "",
         "skip_reasons": SKIP_REASONS,
         "draft_url": reverse(f"{api}_draft", args=[project.slug, ws.item.pk]),
         "submit_url": reverse(f"{api}_submit", args=[project.slug, ws.item.pk]),
@@ -140,6 +146,21 @@ def audit_home(request, slug):
     return render(request, "annotation/audit_home.html", {
         "project": project, "audits": audit_worklist(user=request.user, project=project),
     })
+
+
+@login_required
+@require_POST
+def audit_next(request, slug):
+    """The auditor's next open audit item (after a submit with "next item after submit" on)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.AUDITOR])
+    _, gate = _gate(request, project)
+    if gate:
+        return gate
+    nxt = audit_next_open(user=request.user, project=project)
+    if nxt is None:
+        messages.info(request, "No audit items are waiting for you. Thank you!")
+        return redirect("audit_home", slug=project.slug)
+    return redirect("audit_item", slug=project.slug, item_id=nxt.item_id)
 
 
 def _item_page(request, slug, item_id):
@@ -179,11 +200,18 @@ def annotate_warning(request, slug):
 @require_POST
 def annotate_preferences(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR, Role.AUDITOR])
+    # One setting per form (each checkbox is its own htmx form); older forms send only blur_images.
+    setting = request.POST.get("setting", "blur_images")
+    if setting not in ("blur_images", "auto_advance"):
+        setting = "blur_images"
     pref = annotator_preference_update(user=request.user, project=project,
-                                       blur_images=request.POST.get("blur_images") == "on")
+                                       **{setting: request.POST.get(setting) == "on"})
     if not request.htmx:
         return redirect("annotate_home" if Role.ANNOTATOR in project.user_roles else "audit_home", slug=project.slug)
-    return render(request, "annotation/workspace.html#blur-toggle", {"project": project, "blur": pref.blur_images})
+    partial = "blur-toggle" if setting == "blur_images" else "auto-advance"
+    return render(request, f"annotation/workspace.html#{partial}", {
+        "project": project, "blur": pref.blur_images, "auto_advance": pref.auto_advance,
+    })
 
 
 @login_required

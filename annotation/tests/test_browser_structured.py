@@ -106,7 +106,7 @@ def test_checklists_with_links_and_pairs_in_the_workspace_and_the_reviewer_page(
     assert input_values(page.locator("#field-identity select.row-link")) == ["V3", "V4"]
     assert input_values(page.locator("#field-metaphors .row-part")) == ["spaceship", "newcomers"]
     page.click("#submit-btn")
-    page.wait_for_selector("#ws-banner.ok")
+    page.wait_for_url(f"{live_server.url}/p/{project.slug}/annotate/")  # the next item: none left
     a = Annotation.objects.get(pk=mine.pk)
     assert a.status == "submitted"
     assert a.values == {

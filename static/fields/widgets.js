@@ -10,7 +10,8 @@
 // and, where needed,
 //   init(el, ctx)         -> event wiring, once (rows, exclusive options, selection, canvas);
 //   sync(el, ctx)         -> refreshes what depends on other fields (checklist links, canvas);
-//   choose(el, n)         -> picks the n-th option (keys 1-9), true when it did something.
+//   choose(el, n)         -> picks the n-th option (keys 1-9): false (nothing), true (done) or
+//                            "next" (the field is complete: the page may move to the next one).
 // A widget announces a change by an "input" event that bubbles from its root; the page reads
 // the value then. `ctx` is what the page provides: itemText + selection() for spans, canvas for
 // boxes, valueOf(name) for links to another field, error(el, message), canDraw(el).
@@ -161,12 +162,13 @@ const radio = {
   absent() {
     return null;
   },
+  // "next": a single choice is complete once chosen, the page may move on to the next field.
   choose(el, n) {
     const option = el.querySelectorAll("input[type=radio]")[n - 1];
     if (!option || option.disabled) return false;
     option.checked = true;
     fire(el);
-    return true;
+    return "next";
   },
 };
 
