@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from adjudication import selectors, services
 from adjudication.forms import LexiconForm, LexiconUploadForm, SendBackForm
+from annotation.selectors import item_lang
 from core.errors import Invalid
 from core.views import json_body, service_errors
 from projects.access import item_get_for_user, project_get_for_user
@@ -22,7 +23,22 @@ from projects.models import Role, Stage
 def review_home(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.REVIEWER])
     counts = selectors.review_queue_counts(project=project, user=request.user)
-    return render(request, "adjudication/home.html", {"project": project, "counts": counts})
+    return render(request, "adjudication/home.html", {
+        "project": project, "counts": counts,
+        "decisions": selectors.reviewer_decisions(project=project, user=request.user),
+    })
+
+
+@login_required
+@require_POST
+@service_errors(back=lambda request, slug, record_id: reverse("review_home", args=[slug]))
+def review_revise(request, slug, record_id):
+    """Reopen one of the reviewer's own gold decisions (until it is in a published release)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.REVIEWER])
+    record = selectors.gold_get_for_reviewer(user=request.user, project=project, record_id=record_id)
+    task = services.gold_revise(record=record, reviewer=request.user)
+    messages.info(request, f"Item {record.item_id} is open again for your decision; the current gold stays until you save.")
+    return redirect("review_task", slug=slug, task_id=task.pk)
 
 
 @login_required
@@ -44,7 +60,7 @@ def review_task(request, slug, task_id):
     if task.status == task.Status.OPEN:
         services.adjudication_claim(task=task, reviewer=request.user)
     context = selectors.review_context(task=task)
-    context.update(project=project, state_json=json.dumps(context["state"]),
+    context.update(project=project, state_json=json.dumps(context["state"]), item_lang=item_lang(task.item),
                    decide_url=reverse("review_decide", args=[slug, task.pk]),
                    draft_url=reverse("review_draft", args=[slug, task.pk]),
                    next_url=reverse("review_home", args=[slug]))
