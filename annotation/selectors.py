@@ -10,6 +10,7 @@ all. The stored candidate ids of the provenance are stripped before anything lea
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -215,6 +216,15 @@ def workspace_for_annotator(*, annotation: Annotation, audit: bool) -> Workspace
             candidates.append(CandidateView(letter=cand.letter, fields=shown,
                                             values={f.name: f.value for f in shown}))
     return Workspace(annotation=annotation, item=item, fields=fields, candidates=candidates, audit=audit)
+
+
+#: A BCP 47-looking language tag: only such an item language becomes the text's lang attribute.
+_LANG_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+
+
+def item_lang(item: Item) -> str:
+    """The item's language as an HTML lang attribute, or "" when it does not look like a tag."""
+    return item.language if _LANG_TAG.match(item.language or "") else ""
 
 
 def session_start(user):

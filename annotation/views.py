@@ -6,7 +6,6 @@ role 403), then fetches the caller's own annotation through a selector that scop
 from __future__ import annotations
 
 import json
-import re
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -24,6 +23,7 @@ from annotation.selectors import (
     annotator_worklist,
     audit_next_open,
     audit_worklist,
+    item_lang,
     workspace_for_annotator,
 )
 from annotation.services import (
@@ -40,8 +40,6 @@ from projects.access import item_get_for_user, project_get_for_user
 from projects.models import Role
 
 ROLE_FOR_KIND = {Kind.ANNOTATION: Role.ANNOTATOR, Kind.AUDIT: Role.AUDITOR}
-#: A BCP 47-looking language tag: only such an item language becomes the text's lang attribute.
-LANG_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 
 
 def _gate(request, project):
@@ -116,7 +114,7 @@ def _workspace_page(request, slug, item_id, kind):
         "has_boxes": ws.has_region,
         "blur": bool(pref and pref.blur_images),
         "auto_advance": pref.auto_advance if pref else True,
-        "item_lang": ws.item.language if LANG_TAG.match(ws.item.language or "") else "",
+        "item_lang": item_lang(ws.item),
         "skip_reasons": SKIP_REASONS,
         "draft_url": reverse(f"{api}_draft", args=[project.slug, ws.item.pk]),
         "submit_url": reverse(f"{api}_submit", args=[project.slug, ws.item.pk]),

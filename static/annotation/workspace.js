@@ -13,6 +13,7 @@
 // Blindness: the page knows the annotator's own annotation and the anonymized candidates only.
 // The submit answer says nothing about the item's route; "next item" is a separate request.
 import { BoxCanvas } from "./boxes.js";
+import { imageFitter } from "./layout.js";
 import { initWidgets, widgetOf, wordSpans } from "../fields/widgets.js";
 import { announcer, isTyping, keysDialog } from "../fields/keys.js";
 
@@ -168,43 +169,23 @@ function init(root) {
   }
   svg.addEventListener("pointerdown", () => { if (!canvas.enabled) showCanvasHint(true); });
 
-  // Zoom and fit: the whole image fits the room left beside the box list and the item text;
-  // zooming scales the stage inside the scrolling viewport. Boxes follow because they live in
-  // the SVG's 0..1000 coordinates.
-  let zoom = 1;
+  // Zoom and fit (static/annotation/layout.js). Boxes follow because they live in the SVG's
+  // 0..1000 coordinates.
   const zoomLabel = document.getElementById("zoom-level");
-  function layout() {
-    const aspect = (image.naturalWidth || Number(image.getAttribute("width")) || 1)
-      / (image.naturalHeight || Number(image.getAttribute("height")) || 1);
-    let room = window.innerHeight * 0.62;
-    if (getComputedStyle(leftCol).overflowY === "auto" && leftCol.clientHeight) {
-      const gap = parseFloat(getComputedStyle(leftCol).rowGap) || 0;
-      const others = [...leftCol.children].filter((c) => c !== viewport && !c.hidden && c.offsetParent !== null)
-        .reduce((sum, c) => sum + c.offsetHeight + gap, 0);
-      room = Math.max(160, Math.min(room, leftCol.clientHeight - others - 8));
-    }
-    viewport.style.maxHeight = `${Math.round(room)}px`;
-    const width = Math.max(120, Math.min(viewport.clientWidth || leftCol.clientWidth, room * aspect));
-    stage.style.width = `${Math.round(width * zoom)}px`;
-    zoomLabel.textContent = `${Math.round(zoom * 100)}%`;
-    canvas.render();
-  }
-  function setZoom(z) {
-    zoom = Math.max(1, Math.min(4, z));
-    layout();
-  }
+  const fitter = imageFitter({
+    column: leftCol, viewport, stage, image,
+    onLayout: (zoom) => { zoomLabel.textContent = `${Math.round(zoom * 100)}%`; canvas.render(); },
+  });
+  const layout = fitter.layout;
+  const setZoom = (z) => fitter.setZoom(z);
   document.querySelectorAll("[data-zoom]").forEach((b) => b.addEventListener("click", () => {
     const how = b.dataset.zoom;
-    setZoom(how === "in" ? zoom * 1.5 : how === "out" ? zoom / 1.5 : 1);
+    setZoom(how === "in" ? fitter.zoom * 1.5 : how === "out" ? fitter.zoom / 1.5 : 1);
   }));
   svg.addEventListener("keydown", (e) => {
-    if (e.key === "+" || e.key === "=") setZoom(zoom * 1.5);
-    if (e.key === "-") setZoom(zoom / 1.5);
+    if (e.key === "+" || e.key === "=") setZoom(fitter.zoom * 1.5);
+    if (e.key === "-") setZoom(fitter.zoom / 1.5);
   });
-  // Only the window (not the content beside the image) changes the image's size: a box list
-  // growing while one draws must not move the image under the pointer.
-  window.addEventListener("resize", layout);
-  if (!image.complete) image.addEventListener("load", layout, { once: true });
 
   // ---------------------------------------------------------------- fields <-> values
   function labelOf(name) {
