@@ -40,7 +40,7 @@ LEAD = [Role.LEAD]
 PAIR_JUDGES = [Role.LEAD, Role.REVIEWER]
 # Releases hold gold and model identities: leads and researchers only (SPEC section 4).
 RELEASE_READERS = [Role.LEAD, Role.RESEARCHER]
-PAIRS_PER_PAGE = 20
+PAIRS_PER_PAGE = 60  # a page holds about a minute of keyboard judging
 
 
 @login_required
