@@ -11,7 +11,6 @@ function init(list) {
   const help = keysDialog(document.getElementById("keys-help"), null);
   const undo = []; // [{id, previous status}]
   let currentId = null;
-  let inFlight = 0;
   let reloadWhenIdle = false;
 
   const cards = () => [...list.querySelectorAll(".nd-pair")];
@@ -47,7 +46,6 @@ function init(list) {
     const btn = card.querySelector(`button[name="decision"][value="${decision}"]`);
     if (!btn || btn.disabled) { announce(`Already ${decision}`); return; }
     undo.push({ id: card.id.replace("pair-", ""), previous: card.dataset.status });
-    inFlight += 1;
     btn.click();
     announce(decision === "same" ? "Same meme" : decision === "different" ? "Different" : "Back to unreviewed");
     const next = nextAfter(card);
@@ -66,20 +64,16 @@ function init(list) {
     const btn = card.querySelector(`button[name="decision"][value="${last.previous}"]`);
     if (!btn || btn.disabled) { announce("Cannot undo: the pair changed meanwhile"); return; }
     reloadWhenIdle = false;
-    inFlight += 1;
     btn.click();
     setCurrent(card);
     announce("Undone");
   }
 
-  // A judged card is swapped for the server's: keep the outline on the current one.
-  document.body.addEventListener("htmx:afterSwap", () => {
+  // The server answers each judgement with the pair's card (its state as stored). When every
+  // card of the page shows a judged state, the next unreviewed pairs are loaded.
+  document.body.addEventListener("htmx:afterSettle", () => {
     if (currentId && cardById(currentId)) cardById(currentId).classList.add("current");
-  });
-  document.body.addEventListener("htmx:afterRequest", (e) => {
-    if (!e.detail.elt || !e.detail.elt.closest || !e.detail.elt.closest(".nd-pair")) return;
-    inFlight = Math.max(0, inFlight - 1);
-    if (inFlight === 0 && reloadWhenIdle) window.location.reload();
+    if (reloadWhenIdle && cards().every((c) => c.dataset.status !== "unreviewed")) window.location.reload();
   });
 
   document.addEventListener("keydown", (e) => {
