@@ -63,6 +63,7 @@ def annotate_home(request, slug):
         "worklist": annotator_worklist(user=request.user, project=project),
         "progress": annotator_progress(user=request.user, project=project),
         "pref": pref,
+        "focus_next": True,  # Enter starts (the panel inside the workspace never takes the focus)
     })
 
 

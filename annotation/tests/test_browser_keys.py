@@ -90,12 +90,12 @@ def test_a_candidate_item_with_the_keyboard_only_then_the_next_item(page, browse
     assert current_field(page) == "label"  # the first field is focused on arrival
     full = letter_of(page, "target_entity", "people from Planet Zorg")
     monks = letter_of(page, "target_entity", "Zorg monks")
-    # Shift+letter: the whole candidate; the focus goes to the first field where candidates differ.
+    # Shift+letter: the whole candidate; the focus goes to the first field where that candidate
+    # stands alone (the category: the others say another one or none).
     page.keyboard.press(f"Shift+{full}")
     expect(page.locator("input[name=target_entity]")).to_have_value("people from Planet Zorg")
-    assert current_field(page) == "label"
-    # N twice: on to the category; the letter takes that field alone from another candidate.
-    page.keyboard.press("n")
+    assert current_field(page) == "target_category"
+    # N / P move; the letter takes the focused field alone from another candidate.
     page.keyboard.press("n")
     assert current_field(page) == "target_entity"
     page.keyboard.press("p")
@@ -283,6 +283,12 @@ def test_mentions_snap_to_words_highlight_and_clear_on_click(page, browser_login
     expect(page.locator("#item-text mark.kbd-selection")).to_have_text("people from Planet")
     page.keyboard.press("Shift+ArrowRight")
     page.keyboard.press("Enter")
+    expect(page.locator("input[name=text_mention]")).to_have_value("people from Planet Zorg")
+    # Delete on the focused field clears it; undo brings it back.
+    assert current_field(page) == "text_mention"
+    page.keyboard.press("Delete")
+    expect(page.locator("input[name=text_mention]")).to_have_value("")
+    page.keyboard.press("Control+z")
     expect(page.locator("input[name=text_mention]")).to_have_value("people from Planet Zorg")
     saved(page)
     assert Annotation.objects.get(pk=mine.pk).values["text_mention"] == "people from Planet Zorg"

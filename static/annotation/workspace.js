@@ -334,6 +334,16 @@ function init(root) {
     const from = after ? vis.indexOf(after) + 1 : 0;
     return vis.slice(from).find((f) => differing.has(f.name)) || null;
   }
+  // After taking candidate X whole, the first field to look at again is one where X stands
+  // alone (no other candidate says the same), then any field where the candidates differ.
+  function firstAlone(letter) {
+    const mine = candidates[letter];
+    return visibleFields().find((f) => {
+      if (!(f.name in mine) || !differing.has(f.name)) return false;
+      const v = JSON.stringify(mine[f.name]);
+      return letters.every((l) => l === letter || !(f.name in candidates[l]) || JSON.stringify(candidates[l][f.name]) !== v);
+    }) || null;
+  }
 
   function chooseOption(n) {
     const f = current || visibleFields()[0];
@@ -372,7 +382,7 @@ function init(root) {
     applyVisibility();
     changed({ name: `*${letter}` });
     announce(`Took candidate ${letter}`);
-    setCurrent(nextDiffering(null) || current || visibleFields()[0]);
+    setCurrent(firstAlone(letter) || nextDiffering(null) || current || visibleFields()[0]);
   }
   function useField(f, letter) {
     const cand = candidates[letter];
@@ -631,6 +641,11 @@ function init(root) {
     } else if (/^[1-9]$/.test(key)) done = chooseOption(Number(key));
     else if ((key === "Delete" || key === "Backspace") && canvas.enabled && canvas.selected >= 0) canvas.remove(canvas.selected);
     else if (key === "Enter" && t.classList && t.classList.contains("field")) enterField(fieldOf(t));
+    else if ((key === "Delete" || key === "Backspace") && t.classList && t.classList.contains("field") && editable) {
+      const f = fieldOf(t);
+      setValue(f.name, absent(f)); // clears the focused field (undo brings it back)
+      announce(`${labelOf(f.name)} cleared`);
+    }
     else if (letter === "B" && !e.shiftKey && drawContext() && (drawButton || canvas.owner)) {
       if (canvas.enabled) canvas.toggleMode(); else showCanvasHint(true);
     } else if (e.shiftKey && letters.includes(letter)) useAll(letter);
