@@ -453,3 +453,29 @@ def test_audit_on_the_keyboard_without_candidates_and_without_adjudication(page,
     assert first.status == "submitted" and first.values["target_entity"] == "people from Planet Zorg"
     assert len(first.values["visual_region"]) == 1
     assert page.console_errors == []
+
+
+def test_alt_keeps_a_mention_inside_a_word(page, browser_login, live_server, project, item_with_candidates,
+                                           annotator_a):
+    mine = item_with_candidates
+    browser_login(annotator_a)
+    open_workspace(page, live_server, project, mine.item_id)
+    page.keyboard.press("1")
+    # With the mouse: Alt held while selecting keeps the characters as selected.
+    page.keyboard.down("Alt")
+    text_drag(page, "people from Planet", first_offset=2, last_offset=2)
+    page.keyboard.up("Alt")
+    field = page.locator("input[name=text_mention]")
+    expect(field).to_have_value("ople from Plan")
+    # With the keyboard: Alt+arrows move the start, Alt+Shift+arrows the end, by one character.
+    page.keyboard.press("m")
+    page.keyboard.press("Alt+ArrowLeft")
+    page.keyboard.press("Alt+ArrowLeft")
+    page.keyboard.press("Alt+Shift+ArrowRight")
+    page.keyboard.press("Alt+Shift+ArrowRight")
+    expect(page.locator("#item-text mark.kbd-selection")).to_have_text("people from Planet")
+    page.keyboard.press("Alt+Shift+ArrowLeft")
+    page.keyboard.press("Enter")
+    expect(field).to_have_value("people from Plane")
+    saved(page)
+    assert Annotation.objects.get(pk=mine.pk).values["text_mention"] == "people from Plane"

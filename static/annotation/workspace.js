@@ -436,12 +436,14 @@ function init(root) {
   });
   const mentionField = () => fields.find((f) => f.mention && !f.el.hidden) || null;
   // Selecting with the mouse fills the (visible) mention field at once: no extra click.
-  itemTextEl.addEventListener("pointerup", () => {
+  // Alt while selecting keeps the characters as selected (a mention inside a word).
+  itemTextEl.addEventListener("pointerup", (e) => {
+    const exact = e.altKey;
     setTimeout(() => {
       const f = mentionField();
       const o = currentSelection();
       if (!f || !o || !editable || mention) return;
-      f.widget.useSelection(f.w, ctx);
+      f.widget.useSelection(f.w, ctx, exact ? { snap: "char" } : {});
       document.getSelection().removeAllRanges();
       lastSelection = null;
     }, 0);
@@ -455,31 +457,28 @@ function init(root) {
     announce(`${labelOf(f.name)} cleared`);
   });
 
-  // Keyboard selection of the mention ("M"): a word cursor in the item text.
-  let mention = null; // {f, words, s, e, rtl}
+  // Keyboard selection of the mention ("M"): a cursor over whole words of the item text, with
+  // Alt for single characters (a mention inside a word). Kept as character offsets [a, b).
+  let mention = null; // {f, words, a, b, rtl}
   function startMention() {
     const f = mentionField();
     if (!f || !editable) { announce("No text mention to fill here."); return; }
     const words = wordSpans(itemText);
     if (!words.length) return;
-    let s = 0;
-    let e = 0;
+    let [a, b] = words[0];
     const v = values[f.name];
     const at = typeof v === "string" && v ? itemText.indexOf(v) : -1;
-    if (at >= 0) {
-      const inside = words.map((w, i) => [w, i]).filter(([w]) => w[1] > at && w[0] < at + v.length).map(([, i]) => i);
-      if (inside.length) { s = inside[0]; e = inside[inside.length - 1]; }
-    }
-    mention = { f, words, s, e, rtl: getComputedStyle(itemTextEl).direction === "rtl" };
+    if (at >= 0) { a = at; b = at + v.length; }
+    mention = { f, words, a, b, rtl: getComputedStyle(itemTextEl).direction === "rtl" };
     setCurrent(f, { focus: false });
     itemTextEl.classList.add("selecting");
     itemTextEl.focus({ preventScroll: true });
     renderItemText();
-    announce(`Selecting the mention: ${mentionText()}. Arrows move, Shift and arrows extend, Enter uses it, Escape cancels.`);
+    announce(`Selecting the mention: ${mentionText()}. Arrows move by word, Shift and arrows extend, `
+      + "Alt for single characters, Enter uses it, Escape cancels.");
   }
   function mentionText() {
-    const m = mention;
-    return itemText.slice(m.words[m.s][0], m.words[m.e][1]);
+    return itemText.slice(mention.a, mention.b);
   }
   function endMention(accept) {
     const m = mention;
@@ -493,16 +492,35 @@ function init(root) {
   }
   function mentionKey(e) {
     const m = mention;
-    const last = m.words.length - 1;
+    const w = m.words;
     let key = e.key;
     if (m.rtl && (key === "ArrowLeft" || key === "ArrowRight")) key = key === "ArrowLeft" ? "ArrowRight" : "ArrowLeft";
-    if (key === "ArrowRight" && e.shiftKey) m.e = Math.min(last, m.e + 1);
-    else if (key === "ArrowRight") { m.s = Math.min(last, m.e + 1); m.e = m.s; }
-    else if (key === "ArrowLeft" && e.shiftKey) { if (m.e > m.s) m.e -= 1; else m.s = Math.max(0, m.s - 1); }
-    else if (key === "ArrowLeft") { m.s = Math.max(0, m.s - 1); m.e = m.s; }
-    else if (key === "Home") { m.s = 0; m.e = e.shiftKey ? m.e : 0; }
-    else if (key === "End") { m.e = last; if (!e.shiftKey) m.s = last; }
-    else if (key === "Enter") { endMention(true); return true; }
+    const right = key === "ArrowRight";
+    if ((right || key === "ArrowLeft") && e.altKey) {
+      // Single characters: Alt moves the start, Alt+Shift the end.
+      if (e.shiftKey) m.b = Math.max(m.a + 1, Math.min(itemText.length, m.b + (right ? 1 : -1)));
+      else m.a = Math.min(m.b - 1, Math.max(0, m.a + (right ? 1 : -1)));
+    } else if (right && e.shiftKey) {
+      const next = w.find(([, end]) => end > m.b);
+      if (next) m.b = next[1];
+    } else if (right) {
+      const next = w.find(([start]) => start >= m.b) || w[w.length - 1];
+      [m.a, m.b] = next;
+    } else if (key === "ArrowLeft" && e.shiftKey) {
+      const inside = w.filter(([, end]) => end > m.a && end < m.b);
+      if (inside.length) m.b = inside[inside.length - 1][1];
+      else {
+        const before = w.filter(([start]) => start < m.a);
+        if (before.length) m.a = before[before.length - 1][0];
+      }
+    } else if (key === "ArrowLeft") {
+      const before = w.filter(([, end]) => end <= m.a);
+      [m.a, m.b] = before.length ? before[before.length - 1] : w[0];
+    } else if (key === "Home") {
+      if (e.shiftKey) m.a = w[0][0]; else [m.a, m.b] = w[0];
+    } else if (key === "End") {
+      if (e.shiftKey) m.b = w[w.length - 1][1]; else [m.a, m.b] = w[w.length - 1];
+    } else if (key === "Enter") { endMention(true); return true; }
     else if (key === "Escape") { endMention(false); return true; }
     else if (key === "Tab") { endMention(false); return false; }
     else return key.length === 1; // swallow other printable keys, let the rest be
@@ -514,8 +532,7 @@ function init(root) {
 
   function renderItemText() {
     if (mention) {
-      const a = mention.words[mention.s][0];
-      const b = mention.words[mention.e][1];
+      const { a, b } = mention;
       const mark = document.createElement("mark");
       mark.className = "kbd-selection";
       mark.textContent = itemText.slice(a, b);

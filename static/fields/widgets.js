@@ -233,14 +233,14 @@ const textarea = {
   },
 };
 
-function spanUse(el, ctx) {
+function spanUse(el, ctx, { snap } = {}) {
   const sel = ctx.selection ? ctx.selection() : null;
   const text = ctx.itemText || "";
   if (!sel || sel.end <= sel.start) {
     if (ctx.error) ctx.error(el, "Select the words in the item text first.");
     return;
   }
-  const [s, e] = snapSpan(text, sel.start, sel.end, configOf(el).snap);
+  const [s, e] = snapSpan(text, sel.start, sel.end, snap || configOf(el).snap);
   if (e <= s) {
     if (ctx.error) ctx.error(el, "The selection holds no words.");
     return;
@@ -267,9 +267,10 @@ const span = {
   absent() {
     return null;
   },
-  // The page's "use the current selection" (a mouse-up in the text, a key): same rules.
-  useSelection(el, ctx) {
-    spanUse(el, ctx);
+  // The page's "use the current selection" (a mouse-up in the text, a key): same rules;
+  // { snap: "char" } keeps the selection as it is (Alt held while selecting).
+  useSelection(el, ctx, options = {}) {
+    spanUse(el, ctx, options);
   },
 };
 
