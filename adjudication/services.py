@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from adjudication.models import AdjudicationTask, GoldRecord, HistoryEvent, LexiconVersion
+from adjudication.selectors import released_until
 from annotation.models import Annotation
 from annotation.selectors import submitted_annotations_for_item
 from core.errors import Conflict, Invalid, StaleVersion
@@ -358,6 +359,58 @@ def gold_decide(*, task: AdjudicationTask, reviewer, decisions: dict, note: str,
             kind="gold:reviewer",
         )
     return record
+
+
+def gold_revise(*, record: GoldRecord, reviewer) -> AdjudicationTask:
+    """The reviewer reopens their own current decision, until it is in a published release (then
+    only a lead's send-back reopens it). The new task is theirs at once, its draft holds their
+    previous picks and edits; the current gold stays until they decide again.
+
+    Locks: none beyond the partial unique constraint "one active adjudication per item", which
+    makes a concurrent send-back or second revision fail here (Conflict) instead of doubling up.
+    """
+    item = record.item
+    if not record.is_current or record.decided_by_id != reviewer.pk or record.task_id is None:
+        raise Conflict("Only your own current decision can be revised.")
+    until = released_until(item.project)
+    if until is not None and record.created_at <= until:
+        raise Conflict("This decision is in a published release: ask a project lead to send the item back.")
+    if not Item.objects.filter(pk=item.pk, stage=Stage.GOLD).exists():
+        raise Conflict("This item is not gold any more: it is already waiting for adjudication.")
+    decisions = {}
+    for name, prov in (record.provenance or {}).items():
+        if prov.get("source") != "reviewer":
+            continue
+        if prov.get("from_annotator"):
+            decisions[name] = {"pick": prov["from_annotator"]}
+        else:
+            decisions[name] = {"value": record.values.get(name)}
+    previous = record.task
+    try:
+        with transaction.atomic():
+            task = AdjudicationTask.objects.create(
+                item=item,
+                comparison=previous.comparison,
+                annotation_ids=previous.annotation_ids,
+                reason="revision",
+                status=AdjudicationTask.Status.CLAIMED,
+                reviewer=reviewer,
+                claimed_at=timezone.now(),
+                draft={"decisions": decisions, "note": record.note},
+            )
+            Item.objects.filter(pk=item.pk).update(stage=Stage.ADJUDICATION)
+            history_record(
+                project=item.project,
+                item=item,
+                kind="revision_opened",
+                actor=reviewer,
+                old={"gold_revision": record.revision},
+                note="reviewer revises their decision",
+            )
+    except IntegrityError:
+        raise Conflict("This item is already waiting for adjudication.") from None
+    item.stage = Stage.ADJUDICATION
+    return task
 
 
 def gold_send_back(*, item: Item, lead, note: str = "") -> AdjudicationTask:

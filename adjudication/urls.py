@@ -8,6 +8,7 @@ urlpatterns = [
     path("p/<slug:slug>/review/<int:task_id>/", views.review_task, name="review_task"),
     path("p/<slug:slug>/review/<int:task_id>/draft", views.review_draft, name="review_draft"),
     path("p/<slug:slug>/review/<int:task_id>/decide", views.review_decide, name="review_decide"),
+    path("p/<slug:slug>/review/gold/<int:record_id>/revise", views.review_revise, name="review_revise"),
     path("p/<slug:slug>/lexicon/", views.lexicon_page, name="lexicon_page"),
     path("p/<slug:slug>/lexicon.csv", views.lexicon_csv, name="lexicon_csv"),
     path("p/<slug:slug>/items/", views.items_page, name="items_page"),

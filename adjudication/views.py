@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from adjudication import selectors, services
 from adjudication.forms import LexiconForm, LexiconUploadForm, SendBackForm
+from annotation.selectors import item_lang
 from core.errors import Invalid
 from core.views import json_body, service_errors
 from projects.access import item_get_for_user, project_get_for_user
@@ -22,7 +23,29 @@ from projects.models import Role, Stage
 def review_home(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.REVIEWER])
     counts = selectors.review_queue_counts(project=project, user=request.user)
-    return render(request, "adjudication/home.html", {"project": project, "counts": counts})
+    return render(
+        request,
+        "adjudication/home.html",
+        {
+            "project": project,
+            "counts": counts,
+            "decisions": selectors.reviewer_decisions(project=project, user=request.user),
+        },
+    )
+
+
+@login_required
+@require_POST
+@service_errors(back=lambda request, slug, record_id: reverse("review_home", args=[slug]))
+def review_revise(request, slug, record_id):
+    """Reopen one of the reviewer's own gold decisions (until it is in a published release)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.REVIEWER])
+    record = selectors.gold_get_for_reviewer(user=request.user, project=project, record_id=record_id)
+    task = services.gold_revise(record=record, reviewer=request.user)
+    messages.info(
+        request, f"Item {record.item_id} is open again for your decision; the current gold stays until you save."
+    )
+    return redirect("review_task", slug=slug, task_id=task.pk)
 
 
 @login_required
@@ -44,10 +67,14 @@ def review_task(request, slug, task_id):
     if task.status == task.Status.OPEN:
         services.adjudication_claim(task=task, reviewer=request.user)
     context = selectors.review_context(task=task)
-    context.update(project=project, state_json=json.dumps(context["state"]),
-                   decide_url=reverse("review_decide", args=[slug, task.pk]),
-                   draft_url=reverse("review_draft", args=[slug, task.pk]),
-                   next_url=reverse("review_home", args=[slug]))
+    context.update(
+        project=project,
+        state_json=json.dumps(context["state"]),
+        item_lang=item_lang(task.item),
+        decide_url=reverse("review_decide", args=[slug, task.pk]),
+        draft_url=reverse("review_draft", args=[slug, task.pk]),
+        next_url=reverse("review_home", args=[slug]),
+    )
     return render(request, "adjudication/review.html", context)
 
 
@@ -58,9 +85,15 @@ def review_draft(request, slug, task_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.REVIEWER])
     task = selectors.task_get_for_reviewer(user=request.user, project=project, task_id=task_id)
     data = json_body(request)
-    if not isinstance(data.get("draft"), dict) or isinstance(data.get("version"), bool) or not isinstance(data.get("version"), int):
+    if (
+        not isinstance(data.get("draft"), dict)
+        or isinstance(data.get("version"), bool)
+        or not isinstance(data.get("version"), int)
+    ):
         raise Invalid("Send JSON with 'draft' (object) and 'version' (integer).")
-    version = services.adjudication_draft_save(task=task, reviewer=request.user, draft=data["draft"], version=data["version"])
+    version = services.adjudication_draft_save(
+        task=task, reviewer=request.user, draft=data["draft"], version=data["version"]
+    )
     return JsonResponse({"version": version})
 
 
@@ -71,11 +104,16 @@ def review_decide(request, slug, task_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.REVIEWER])
     task = selectors.task_get_for_reviewer(user=request.user, project=project, task_id=task_id)
     data = json_body(request)
-    if not isinstance(data.get("decisions"), dict) or isinstance(data.get("version"), bool) or not isinstance(data.get("version"), int):
+    if (
+        not isinstance(data.get("decisions"), dict)
+        or isinstance(data.get("version"), bool)
+        or not isinstance(data.get("version"), int)
+    ):
         raise Invalid("Send JSON with 'decisions' (object), 'note' and 'version' (integer).")
     note = data.get("note") if isinstance(data.get("note"), str) else ""
-    gold = services.gold_decide(task=task, reviewer=request.user, decisions=data["decisions"], note=note,
-                                version=data["version"])
+    gold = services.gold_decide(
+        task=task, reviewer=request.user, decisions=data["decisions"], note=note, version=data["version"]
+    )
     messages.success(request, f"Gold saved for item {task.item_id} (revision {gold.revision}).")
     return JsonResponse({"revision": gold.revision, "next": reverse("review_home", args=[slug])})
 
@@ -115,10 +153,18 @@ def lexicon_page(request, slug):
                     return redirect("lexicon_page", slug=project.slug)
             for e in errors[:20]:
                 used.add_error(field, e)
-    return render(request, "adjudication/lexicon.html", {
-        "project": project, "form": form, "upload": upload, "version": version, "count": len(entries),
-        "versions": selectors.lexicon_versions(project=project)[:20],
-    })
+    return render(
+        request,
+        "adjudication/lexicon.html",
+        {
+            "project": project,
+            "form": form,
+            "upload": upload,
+            "version": version,
+            "count": len(entries),
+            "versions": selectors.lexicon_versions(project=project)[:20],
+        },
+    )
 
 
 @login_required
@@ -139,10 +185,16 @@ def items_page(request, slug):
     if stage not in (None, *Stage.values):
         messages.error(request, f"Unknown stage {stage!r}; showing all items.")
         stage = None
-    return render(request, "adjudication/items.html", {
-        "project": project, "items": selectors.items_for_lead(project=project, stage=stage), "stage": stage,
-        "stages": Stage.choices,
-    })
+    return render(
+        request,
+        "adjudication/items.html",
+        {
+            "project": project,
+            "items": selectors.items_for_lead(project=project, stage=stage),
+            "stage": stage,
+            "stages": Stage.choices,
+        },
+    )
 
 
 @login_required

@@ -181,6 +181,7 @@ class AnnotatorPreference(models.Model):
         null=True, blank=True, help_text="When the annotator read the content warning."
     )
     blur_images = models.BooleanField(default=False, help_text="Blur each image until clicked.")
+    auto_advance = models.BooleanField(default=True, help_text="Open the next item right after a submit.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "project"], name="uniq_annotator_preference")]

@@ -7,8 +7,11 @@ another annotator's values, counts of their choices, gold and model identity are
 all. The stored candidate ids of the provenance are stripped before anything leaves the server.
 ``submitted_annotations_for_item`` is for adjudication and quality code only.
 """
+
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -108,26 +111,62 @@ def annotation_state(annotation: Annotation) -> dict:
 
 @dataclass(frozen=True)
 class FieldView:
-    """One schema field as the workspace renders it (by widget name, never by preset)."""
+    """One schema field as a page renders it: the type's widget template with the type's widget
+    config (never a switch on the widget or preset name)."""
 
     name: str
     label: str
     widget: str
+    template: str
     help: str
     required: bool
-    choices: list
-    exclusive: list
+    config: dict
     visible_if: dict | None
     visible: bool
     value: Any
+    roles: frozenset = frozenset()
+
+    @property
+    def config_json(self) -> str:
+        return json.dumps(self.config, ensure_ascii=False)
+
+    @property
+    def mention(self) -> bool:
+        """Highlighted in the item text (the span of a text mention)."""
+        return "mention" in self.roles
+
+    @property
+    def region(self) -> bool:
+        """Drawn on the image (the boxes of a visual region)."""
+        return "region" in self.roles
+
+
+def field_view(schema, spec: dict, value: Any, *, visible: bool = True) -> FieldView:
+    ftype = schema.type_of(spec["name"])
+    return FieldView(
+        name=spec["name"],
+        label=spec.get("label") or spec["name"],
+        widget=ftype.widget,
+        template=ftype.template,
+        help=spec.get("help", ""),
+        required=bool(spec.get("required")),
+        config=ftype.widget_config(spec),
+        visible_if=spec.get("visible_if"),
+        visible=visible,
+        value=value,
+        roles=ftype.roles,
+    )
 
 
 @dataclass(frozen=True)
 class CandidateFieldView:
     name: str
     label: str
-    widget: str
     value: Any
+    #: The type's display_text of the value (escaped by the template).
+    display: str
+    #: Boxes previewed on the image while the "Use" button is hovered or focused.
+    preview: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,6 +189,10 @@ class Workspace:
         return annotation_state(self.annotation)
 
     @property
+    def has_region(self) -> bool:
+        return any(f.region for f in self.fields)
+
+    @property
     def candidate_rows(self) -> list[tuple[FieldView, list[tuple[str, CandidateFieldView | None]]]]:
         """Fields x candidates for the side-by-side table: (letter, field or None when the
         candidate lacks it, e.g. removed as malformed)."""
@@ -167,25 +210,34 @@ def workspace_for_annotator(*, annotation: Annotation, audit: bool) -> Workspace
     schema = item.project.get_schema()
     values = {**schema.absent_values(), **current_values(schema, annotation.working_values)}
     fields = [
-        FieldView(
-            name=spec["name"], label=spec.get("label") or spec["name"], widget=schema.type_of(spec["name"]).widget,
-            help=spec.get("help", ""), required=bool(spec.get("required")), choices=list(spec.get("choices", [])),
-            exclusive=list(spec.get("exclusive", [])), visible_if=spec.get("visible_if"),
-            visible=schema.is_visible(spec, values), value=values.get(spec["name"]),
-        )
+        field_view(schema, spec, values.get(spec["name"]), visible=schema.is_visible(spec, values))
         for spec in schema.fields
     ]
     candidates: list[CandidateView] = []
     if not audit:
         for cand in candidates_for_annotator(item=item, user=annotation.annotator):
             shown = [
-                CandidateFieldView(name=f.name, label=f.label, widget=f.widget, value=cand.fields[f.name])
+                CandidateFieldView(
+                    name=f.name,
+                    label=f.label,
+                    value=cand.fields[f.name],
+                    preview=f.region,
+                    display=schema.type_of(f.name).display_text(schema.by_name[f.name], cand.fields[f.name]),
+                )
                 for f in fields
                 if f.name in cand.fields
             ]
-            candidates.append(CandidateView(letter=cand.letter, fields=shown,
-                                            values={f.name: f.value for f in shown}))
+            candidates.append(CandidateView(letter=cand.letter, fields=shown, values={f.name: f.value for f in shown}))
     return Workspace(annotation=annotation, item=item, fields=fields, candidates=candidates, audit=audit)
+
+
+#: A BCP 47-looking language tag: only such an item language becomes the text's lang attribute.
+_LANG_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+
+
+def item_lang(item: Item) -> str:
+    """The item's language as an HTML lang attribute, or "" when it does not look like a tag."""
+    return item.language if _LANG_TAG.match(item.language or "") else ""
 
 
 def session_start(user):
@@ -201,7 +253,9 @@ def session_count(*, user, project: Project) -> int:
     since = session_start(user)
     return Annotation.objects.filter(
         Q(first_submitted_at__gte=since) | Q(status=Status.SKIPPED, updated_at__gte=since),
-        annotator=user, item__project=project, kind=Kind.ANNOTATION,
+        annotator=user,
+        item__project=project,
+        kind=Kind.ANNOTATION,
     ).count()
 
 
@@ -239,7 +293,9 @@ def annotator_progress(*, user, project: Project) -> Progress:
         Item.objects.filter(project=project, stage=Stage.ANNOTATING).exclude(pk__in=mine).exclude(pk__in=full).count()
     )
     return Progress(
-        done_today=counts["done_today"], session_count=counts["session"], session_cap=project.session_item_cap,
+        done_today=counts["done_today"],
+        session_count=counts["session"],
+        session_cap=project.session_item_cap,
         remaining=remaining,
     )
 
@@ -248,7 +304,10 @@ def annotator_worklist(*, user, project: Project, limit: int = 50):
     """The annotator's own drafts and revisable submissions (items still being annotated)."""
     return (
         Annotation.objects.filter(
-            annotator=user, item__project=project, kind=Kind.ANNOTATION, item__stage=Stage.ANNOTATING,
+            annotator=user,
+            item__project=project,
+            kind=Kind.ANNOTATION,
+            item__stage=Stage.ANNOTATING,
             status__in=[Status.DRAFT, Status.SUBMITTED],
         )
         .select_related("item")
@@ -261,6 +320,15 @@ def audit_worklist(*, user, project: Project, limit: int = 200):
         Annotation.objects.filter(annotator=user, item__project=project, kind=Kind.AUDIT)
         .select_related("item")
         .order_by("status", "item_id")[:limit]
+    )
+
+
+def audit_next_open(*, user, project: Project) -> Annotation | None:
+    """The auditor's first audit still open to them (a draft), in worklist order."""
+    return (
+        Annotation.objects.filter(annotator=user, item__project=project, kind=Kind.AUDIT, status=Status.DRAFT)
+        .order_by("item_id")
+        .first()
     )
 
 

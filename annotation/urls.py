@@ -24,6 +24,7 @@ urlpatterns = [
         name="api_item_candidates",
     ),
     path("p/<slug:slug>/audit/", views.audit_home, name="audit_home"),
+    path("p/<slug:slug>/audit/next", views.audit_next, name="audit_next"),
     path("p/<slug:slug>/audit/<int:item_id>/", views.audit_item, name="audit_item"),
     # JSON API (autosave / submit / skip / next); the audit variants bind kind="audit".
     path("api/projects/<slug:slug>/annotate/next", apis.AnnotationNextApi.as_view(), name="api_annotate_next"),

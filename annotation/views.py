@@ -3,6 +3,7 @@
 Every view checks project membership and role first (projects.access: non-member 404, wrong
 role 403), then fetches the caller's own annotation through a selector that scopes it to them.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,9 @@ from annotation.selectors import (
     annotator_preference,
     annotator_progress,
     annotator_worklist,
+    audit_next_open,
     audit_worklist,
+    item_lang,
     workspace_for_annotator,
 )
 from annotation.services import (
@@ -56,21 +59,31 @@ def annotate_home(request, slug):
     pref, gate = _gate(request, project)
     if gate:
         return gate
-    return render(request, "annotation/home.html", {
-        "project": project,
-        "worklist": annotator_worklist(user=request.user, project=project),
-        "progress": annotator_progress(user=request.user, project=project),
-        "pref": pref,
-    })
+    return render(
+        request,
+        "annotation/home.html",
+        {
+            "project": project,
+            "worklist": annotator_worklist(user=request.user, project=project),
+            "progress": annotator_progress(user=request.user, project=project),
+            "pref": pref,
+            "focus_next": True,  # Enter starts (the panel inside the workspace never takes the focus)
+        },
+    )
 
 
 @login_required
 @require_GET
 def annotate_progress(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR])
-    return render(request, "annotation/home.html#progress", {
-        "project": project, "progress": annotator_progress(user=request.user, project=project),
-    })
+    return render(
+        request,
+        "annotation/home.html#progress",
+        {
+            "project": project,
+            "progress": annotator_progress(user=request.user, project=project),
+        },
+    )
 
 
 @login_required
@@ -86,8 +99,11 @@ def annotate_next(request, slug):
     if result.annotation is not None:
         return redirect("annotate_item", slug=project.slug, item_id=result.annotation.item_id)
     if result.outcome == "break":
-        messages.info(request, "You have reached this session's item limit set by your project lead. "
-                               "Take a break: log out and back in later to continue.")
+        messages.info(
+            request,
+            "You have reached this session's item limit set by your project lead. "
+            "Take a break: log out and back in later to continue.",
+        )
     else:
         messages.info(request, "No items are waiting for you right now. Thank you!")
     return redirect("annotate_home", slug=project.slug)
@@ -103,19 +119,25 @@ def _workspace_page(request, slug, item_id, kind):
     )
     ws = workspace_for_annotator(annotation=annotation, audit=kind == Kind.AUDIT)
     api = "api_audit" if kind == Kind.AUDIT else "api_annotate"
-    return render(request, "annotation/workspace.html", {
-        "project": project,
-        "ws": ws,
-        "item": ws.item,
-        "state_json": json.dumps(ws.state),
-        "candidates_json": json.dumps({c.letter: c.values for c in ws.candidates}),
-        "has_boxes": any(f.widget == "boxes" for f in ws.fields),
-        "blur": bool(pref and pref.blur_images),
-        "skip_reasons": SKIP_REASONS,
-        "draft_url": reverse(f"{api}_draft", args=[project.slug, ws.item.pk]),
-        "submit_url": reverse(f"{api}_submit", args=[project.slug, ws.item.pk]),
-        "storage_key": f"concord:{project.slug}:{kind}:{ws.item.pk}:{request.user.pk}",
-    })
+    return render(
+        request,
+        "annotation/workspace.html",
+        {
+            "project": project,
+            "ws": ws,
+            "item": ws.item,
+            "state_json": json.dumps(ws.state),
+            "candidates_json": json.dumps({c.letter: c.values for c in ws.candidates}),
+            "has_boxes": ws.has_region,
+            "blur": bool(pref and pref.blur_images),
+            "auto_advance": pref.auto_advance if pref else True,
+            "item_lang": item_lang(ws.item),
+            "skip_reasons": SKIP_REASONS,
+            "draft_url": reverse(f"{api}_draft", args=[project.slug, ws.item.pk]),
+            "submit_url": reverse(f"{api}_submit", args=[project.slug, ws.item.pk]),
+            "storage_key": f"concord:{project.slug}:{kind}:{ws.item.pk}:{request.user.pk}",
+        },
+    )
 
 
 @login_required
@@ -137,9 +159,29 @@ def audit_home(request, slug):
     _, gate = _gate(request, project)
     if gate:
         return gate
-    return render(request, "annotation/audit_home.html", {
-        "project": project, "audits": audit_worklist(user=request.user, project=project),
-    })
+    return render(
+        request,
+        "annotation/audit_home.html",
+        {
+            "project": project,
+            "audits": audit_worklist(user=request.user, project=project),
+        },
+    )
+
+
+@login_required
+@require_POST
+def audit_next(request, slug):
+    """The auditor's next open audit item (after a submit with "next item after submit" on)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.AUDITOR])
+    _, gate = _gate(request, project)
+    if gate:
+        return gate
+    nxt = audit_next_open(user=request.user, project=project)
+    if nxt is None:
+        messages.info(request, "No audit items are waiting for you. Thank you!")
+        return redirect("audit_home", slug=project.slug)
+    return redirect("audit_item", slug=project.slug, item_id=nxt.item_id)
 
 
 def _item_page(request, slug, item_id):
@@ -154,8 +196,13 @@ def annotate_skip(request, slug, item_id):
     kind = Kind.AUDIT if request.POST.get("kind") == Kind.AUDIT else Kind.ANNOTATION
     project = project_get_for_user(user=request.user, slug=slug, roles=[ROLE_FOR_KIND[kind]])
     annotation = annotation_get_for_annotator(user=request.user, project=project, item_id=item_id, kind=kind)
-    annotation_skip(annotator=request.user, item=annotation.item, reason=request.POST.get("reason", ""),
-                    note=request.POST.get("note", ""), kind=kind)
+    annotation_skip(
+        annotator=request.user,
+        item=annotation.item,
+        reason=request.POST.get("reason", ""),
+        note=request.POST.get("note", ""),
+        kind=kind,
+    )
     messages.info(request, "Item skipped: it goes to someone else and will not come back to you.")
     return redirect("audit_home" if kind == Kind.AUDIT else "annotate_home", slug=project.slug)
 
@@ -165,12 +212,16 @@ def annotate_skip(request, slug, item_id):
 def annotate_warning(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR, Role.AUDITOR])
     target = request.POST.get("next") or request.GET.get("next") or ""
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         target = ""
     if request.method == "POST":
         content_warning_accept(user=request.user, project=project, blur_images=request.POST.get("blur_images") == "on")
         if not target:
-            target = reverse("annotate_home" if Role.ANNOTATOR in project.user_roles else "audit_home", args=[project.slug])
+            target = reverse(
+                "annotate_home" if Role.ANNOTATOR in project.user_roles else "audit_home", args=[project.slug]
+            )
         return redirect(target)
     return render(request, "annotation/warning.html", {"project": project, "next": target})
 
@@ -179,11 +230,25 @@ def annotate_warning(request, slug):
 @require_POST
 def annotate_preferences(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR, Role.AUDITOR])
-    pref = annotator_preference_update(user=request.user, project=project,
-                                       blur_images=request.POST.get("blur_images") == "on")
+    # One setting per form (each checkbox is its own htmx form); older forms send only blur_images.
+    setting = request.POST.get("setting", "blur_images")
+    if setting not in ("blur_images", "auto_advance"):
+        setting = "blur_images"
+    pref = annotator_preference_update(
+        user=request.user, project=project, **{setting: request.POST.get(setting) == "on"}
+    )
     if not request.htmx:
         return redirect("annotate_home" if Role.ANNOTATOR in project.user_roles else "audit_home", slug=project.slug)
-    return render(request, "annotation/workspace.html#blur-toggle", {"project": project, "blur": pref.blur_images})
+    partial = "blur-toggle" if setting == "blur_images" else "auto-advance"
+    return render(
+        request,
+        f"annotation/workspace.html#{partial}",
+        {
+            "project": project,
+            "blur": pref.blur_images,
+            "auto_advance": pref.auto_advance,
+        },
+    )
 
 
 @login_required
@@ -192,10 +257,17 @@ def item_candidates_anonymous(request, slug, item_id):
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR])
     item = item_get_for_user(user=request.user, project=project, item_id=item_id)
     annotation_item_check(user=request.user, item=item)
-    return render(request, "candidates/_anonymous.html#candidates", {
-        "project": project, "item": item,
-        "candidates": anonymous_rows(schema=project.get_schema(), candidates=candidates_for_annotator(item=item, user=request.user)),
-    })
+    return render(
+        request,
+        "candidates/_anonymous.html#candidates",
+        {
+            "project": project,
+            "item": item,
+            "candidates": anonymous_rows(
+                schema=project.get_schema(), candidates=candidates_for_annotator(item=item, user=request.user)
+            ),
+        },
+    )
 
 
 def anonymous_rows(*, schema, candidates) -> list[dict]:

@@ -125,20 +125,23 @@ def _scan(scan: DedupScan, progress: Progress, *, chunk_size: int) -> None:
 def near_duplicate_pair_review(
     *, pair: NearDuplicatePair, reviewer, decision: str, expected_status: str
 ) -> NearDuplicatePair:
-    """Judge a candidate pair "same" meme or "different" (a template with another text is different).
+    """Judge a candidate pair "same" meme or "different" (a template with another text is different),
+    or put it back to "unreviewed" (undo).
 
     ``expected_status`` is the status the reviewer saw: the write is a conditional UPDATE on it,
     so two people judging the same pair at once cannot silently overwrite each other (the second
     gets StaleVersion -> HTTP 409). Judging again later (a correction) is allowed.
     """
-    if decision not in (PairStatus.SAME, PairStatus.DIFFERENT):
+    if decision not in PairStatus.values:
         raise Invalid("Choose same or different.", errors={"decision": "must be 'same' or 'different'"})
     if expected_status not in PairStatus.values:
         raise Invalid("Bad form.", errors={"expected_status": f"must be one of {', '.join(PairStatus.values)}"})
-    now = timezone.now()
+    # "unreviewed" undoes a judgement (the reviewer's U key): the pair is back in the queue.
+    undo = decision == PairStatus.UNREVIEWED
+    now = None if undo else timezone.now()
     with transaction.atomic():
         updated = NearDuplicatePair.objects.filter(pk=pair.pk, status=expected_status).update(
-            status=decision, reviewed_by=reviewer, reviewed_at=now
+            status=decision, reviewed_by=None if undo else reviewer, reviewed_at=now
         )
         if not updated:
             raise StaleVersion(
@@ -152,7 +155,7 @@ def near_duplicate_pair_review(
             old={"pair": [pair.item_a_id, pair.item_b_id], "status": expected_status},
             new={"pair": [pair.item_a_id, pair.item_b_id], "status": decision},
         )
-    pair.status, pair.reviewed_by, pair.reviewed_at = decision, reviewer, now
+    pair.status, pair.reviewed_by, pair.reviewed_at = decision, None if undo else reviewer, now
     return pair
 
 

@@ -1,4 +1,5 @@
 """HTML pages: near-duplicate review queue, split preview, releases, release diff, API token."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -42,7 +43,7 @@ LEAD = [Role.LEAD]
 PAIR_JUDGES = [Role.LEAD, Role.REVIEWER]
 # Releases hold gold and model identities: leads and researchers only (SPEC section 4).
 RELEASE_READERS = [Role.LEAD, Role.RESEARCHER]
-PAIRS_PER_PAGE = 20
+PAIRS_PER_PAGE = 60  # a page holds about a minute of keyboard judging
 
 
 @login_required
@@ -57,12 +58,20 @@ def duplicates_page(request, slug):
     for pair in page:
         pair.group = groups.get(pair.item_a_id)
     scan = dedup_scan_latest(project=project)
-    return render(request, "exports/duplicates.html", {
-        "project": project, "page": page, "status": status, "statuses": PairStatus.choices,
-        "counts": pair_counts(project=project), "scan": scan,
-        "not_scanned": items_not_scanned(project=project),
-        "is_lead": Role.LEAD in project.user_roles,
-    })
+    return render(
+        request,
+        "exports/duplicates.html",
+        {
+            "project": project,
+            "page": page,
+            "status": status,
+            "statuses": PairStatus.choices,
+            "counts": pair_counts(project=project),
+            "scan": scan,
+            "not_scanned": items_not_scanned(project=project),
+            "is_lead": Role.LEAD in project.user_roles,
+        },
+    )
 
 
 @login_required
@@ -74,7 +83,9 @@ def duplicate_review(request, slug, pair_id):
     status, error = 200, None
     try:
         pair = near_duplicate_pair_review(
-            pair=pair, reviewer=request.user, decision=request.POST.get("decision", ""),
+            pair=pair,
+            reviewer=request.user,
+            decision=request.POST.get("decision", ""),
             expected_status=request.POST.get("expected_status", ""),
         )
     except ServiceError as exc:  # the pair's card shows the error and the pair's current state
@@ -85,8 +96,9 @@ def duplicate_review(request, slug, pair_id):
         if error:
             messages.error(request, error)
         return redirect("duplicates_page", slug=project.slug)
-    return render(request, "exports/duplicates.html#pair", {"project": project, "pair": pair, "error": error},
-                  status=status)
+    return render(
+        request, "exports/duplicates.html#pair", {"project": project, "pair": pair, "error": error}, status=status
+    )
 
 
 @login_required
@@ -104,10 +116,18 @@ def splits_page(request, slug):
     """The split the next release would get, with its integrity check (computed now)."""
     project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
     plan = split_plan(project=project)
-    return render(request, "exports/splits.html", {
-        "project": project, "plan": plan, "table": plan.stratum_table(), "groups": plan.groups_summary(limit=200),
-        "integrity": plan.integrity.as_dict(), "released": int(plan.released.sum()),
-    })
+    return render(
+        request,
+        "exports/splits.html",
+        {
+            "project": project,
+            "plan": plan,
+            "table": plan.stratum_table(),
+            "groups": plan.groups_summary(limit=200),
+            "integrity": plan.integrity.as_dict(),
+            "released": int(plan.released.sum()),
+        },
+    )
 
 
 @login_required
@@ -115,10 +135,16 @@ def splits_page(request, slug):
 def releases_page(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=RELEASE_READERS)
     is_lead = Role.LEAD in project.user_roles
-    return render(request, "exports/releases.html", {
-        "project": project, "releases": releases_for_project(project=project), "is_lead": is_lead,
-        "jobs": export_jobs_for_project(project=project) if is_lead else [],
-    })
+    return render(
+        request,
+        "exports/releases.html",
+        {
+            "project": project,
+            "releases": releases_for_project(project=project),
+            "is_lead": is_lead,
+            "jobs": export_jobs_for_project(project=project) if is_lead else [],
+        },
+    )
 
 
 @login_required
@@ -138,10 +164,18 @@ def release_page(request, slug, number):
     release = release_get_for_project(project=project, number=number)
     readme = (release_dir(release) / "README.md").read_text(encoding="utf-8")
     others = [r.number for r in releases_for_project(project=project) if r.number != release.number]
-    return render(request, "exports/release.html", {
-        "project": project, "release": release, "files": release_files(release), "readme": readme,
-        "manifest": release.manifest, "others": others,
-    })
+    return render(
+        request,
+        "exports/release.html",
+        {
+            "project": project,
+            "release": release,
+            "files": release_files(release),
+            "readme": readme,
+            "manifest": release.manifest,
+            "others": others,
+        },
+    )
 
 
 @login_required
@@ -154,8 +188,11 @@ def release_diff_page(request, slug):
         raise Http404("Choose two releases to compare (?from=1&to=2)") from None
     old = release_get_for_project(project=project, number=a)
     new = release_get_for_project(project=project, number=b)
-    return render(request, "exports/diff.html", {"project": project, "old": old, "new": new,
-                                                 "diff": release_diff(old=old, new=new)})
+    return render(
+        request,
+        "exports/diff.html",
+        {"project": project, "old": old, "new": new, "diff": release_diff(old=old, new=new)},
+    )
 
 
 @login_required

@@ -28,8 +28,18 @@ def content_warning_accept(*, user, project: Project, blur_images: bool | None =
     return pref
 
 
-def annotator_preference_update(*, user, project: Project, blur_images: bool) -> AnnotatorPreference:
+def annotator_preference_update(
+    *, user, project: Project, blur_images: bool | None = None, auto_advance: bool | None = None
+) -> AnnotatorPreference:
+    """Change the given settings (None: leave as it is)."""
     pref, _ = AnnotatorPreference.objects.get_or_create(user=user, project=project)
-    pref.blur_images = bool(blur_images)
-    pref.save(update_fields=["blur_images"])
+    changed = []
+    if blur_images is not None:
+        pref.blur_images = bool(blur_images)
+        changed.append("blur_images")
+    if auto_advance is not None:
+        pref.auto_advance = bool(auto_advance)
+        changed.append("auto_advance")
+    if changed:
+        pref.save(update_fields=changed)
     return pref

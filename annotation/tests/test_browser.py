@@ -1,4 +1,5 @@
 """The annotation workspace driven with a mouse and a keyboard in Debian's Chromium."""
+
 from __future__ import annotations
 
 import re
@@ -98,9 +99,11 @@ def test_annotate_with_a_candidate_boxes_and_a_mention(page, browser_login, live
     page.click("[data-span-use=text_mention]")
     assert page.input_value("input[name=text_mention]") == words
     assert page.inner_text("#item-text mark") == words
+    assert page.console_errors == []
     page.click("#submit-btn")
-    page.wait_for_selector("#ws-banner.ok")
-    assert "Submitted" in page.inner_text("#ws-banner")
+    # "Next item after submit" is on by default: the next item, or the queue page when none is left.
+    page.wait_for_url(f"{live_server.url}/p/{project.slug}/annotate/")
+    assert "No items are waiting" in page.content()
 
     a = Annotation.objects.get(annotator=annotator_a)
     assert a.status == "submitted"
@@ -113,17 +116,18 @@ def test_annotate_with_a_candidate_boxes_and_a_mention(page, browser_login, live
     assert first == pytest.approx([100, 100, 400, 500], abs=15)
     assert second == pytest.approx([545, 200, 895, 805], abs=15)  # moved left 5, grown down 5
     assert a.provenance["target_category"] == {
-        "letter": letter, "edited": False,
+        "letter": letter,
+        "edited": False,
         "candidate_id": candidate_id_for_letter(item=items[0], user=annotator_a, letter=letter),
     }
     assert "target_entity" not in a.provenance
     assert a.time_spent_ms > 0 and a.opened_at is not None
-    # The progress panel refreshed through htmx.
     expect(page.locator("#done-today")).to_have_text("1")
-    assert page.console_errors == []
 
 
-def test_use_all_then_non_harmful_clears_targets_and_boxes_keyboard(page, browser_login, live_server, project, items, annotator_a):
+def test_use_all_then_non_harmful_clears_targets_and_boxes_keyboard(
+    page, browser_login, live_server, project, items, annotator_a
+):
     items_open(items[:1])
     candidates_create(items[0], CANDIDATE_REPLIES)
     ready(annotator_a, project)
@@ -152,7 +156,9 @@ def test_use_all_then_non_harmful_clears_targets_and_boxes_keyboard(page, browse
     assert page.console_errors == []
 
 
-def test_draft_survives_reload_network_errors_and_session_expiry(page, browser_login, live_server, project, items, annotator_a):
+def test_draft_survives_reload_network_errors_and_session_expiry(
+    page, browser_login, live_server, project, items, annotator_a
+):
     items_open(items[:1])
     ready(annotator_a, project)
     mine = claim(annotator_a, project)
@@ -196,13 +202,15 @@ def test_draft_survives_reload_network_errors_and_session_expiry(page, browser_l
     assert Annotation.objects.get(pk=mine.pk).values["target_entity"] == "people of Zorg"
 
 
-def test_second_annotator_sees_none_of_the_first_ones_values(page, browser_login, live_server, project, items,
-                                                            annotator_a, annotator_b):
+def test_second_annotator_sees_none_of_the_first_ones_values(
+    page, browser_login, live_server, project, items, annotator_a, annotator_b
+):
     items_open(items[:1])
     ready(annotator_a, project)
     mine = claim(annotator_a, project)
-    annotation_submit(annotator=annotator_a, item=mine.item, version=0,
-                      values={**MEME3W_HARMFUL, "target_entity": SECRET_ENTITY})
+    annotation_submit(
+        annotator=annotator_a, item=mine.item, version=0, values={**MEME3W_HARMFUL, "target_entity": SECRET_ENTITY}
+    )
     ready(annotator_b, project)
     browser_login(annotator_b)
     page.goto(f"{live_server.url}/p/{project.slug}/annotate/")
@@ -267,7 +275,12 @@ def test_screenshot_of_the_workspace(page, browser_login, live_server, project, 
     """Not an assertion on looks: leaves a screenshot for people to check the layout."""
     from projects.factories import items_create
 
-    items = items_create(project, tmp_path / "shot", 1, texts=["When the people from Planet Zorg land and immediately ask for the wifi password"])
+    items = items_create(
+        project,
+        tmp_path / "shot",
+        1,
+        texts=["When the people from Planet Zorg land and immediately ask for the wifi password"],
+    )
     items_open(items)
     candidates_create(items[0], CANDIDATE_REPLIES)
     ready(annotator_a, project)
@@ -285,8 +298,9 @@ def test_screenshot_of_the_workspace(page, browser_login, live_server, project, 
     assert page.console_errors == []
 
 
-def test_boxes_move_and_resize_with_the_mouse_also_when_zoomed(page, browser_login, live_server, project, items,
-                                                               annotator_a):
+def test_boxes_move_and_resize_with_the_mouse_also_when_zoomed(
+    page, browser_login, live_server, project, items, annotator_a
+):
     items_open(items[:1])
     ready(annotator_a, project)
     mine = claim(annotator_a, project)
@@ -348,9 +362,12 @@ def test_multichoice_visibility_and_exclusive_options(page, browser_login, live_
     page.wait_for_selector("[data-error-for=non_hateful_type]:not([hidden])")
     page.check("input[name=non_hateful_type][value=Humor]")
     page.click("#submit-btn")
-    page.wait_for_selector("#ws-banner.ok")
+    page.wait_for_url(f"{live_server.url}/p/{project.slug}/annotate/")  # on to the next item: none left
     assert Annotation.objects.get(pk=mine.pk).values == {
-        "is_hateful": "Not-Hateful", "hateful_type": [], "targeted_categories": [], "non_hateful_type": ["Humor"],
+        "is_hateful": "Not-Hateful",
+        "hateful_type": [],
+        "targeted_categories": [],
+        "non_hateful_type": ["Humor"],
     }
     # The refused submit is logged by Chromium as a failed (400) resource; nothing else went wrong.
     assert [e for e in page.console_errors if "status of 400" not in e] == []

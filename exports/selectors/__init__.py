@@ -30,6 +30,7 @@ from exports.selectors.releases import (  # noqa: F401
     release_file_get,
     release_files,
     release_get_for_project,
+    release_latest_at,
     release_records,
     releases_for_project,
     releases_root,

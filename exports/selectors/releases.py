@@ -6,9 +6,11 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
+from django.db.models import Max
 from django.http import Http404
 
 from exports.models import ExportJob, Release
@@ -171,3 +173,9 @@ def export_job_get_for_project(*, project: Project, job_id) -> ExportJob:
         return ExportJob.objects.select_related("release").get(project=project, pk=int(job_id))
     except (ExportJob.DoesNotExist, TypeError, ValueError):
         raise Http404("No such export job") from None
+
+
+def release_latest_at(project) -> datetime | None:
+    """When the project's newest published release was built (None: never). Every gold record
+    created before it may be in a release: adjudication locks reviewers' revisions by it."""
+    return Release.objects.filter(project=project).aggregate(at=Max("created_at"))["at"]

@@ -29,7 +29,7 @@ def test_lead_reviews_builds_and_researcher_reads(
     expect(cards).to_have_count(2)
     first = cards.first
     pair_id = int(first.get_attribute("id").removeprefix("pair-"))
-    expect(first.locator("img")).to_have_count(2)
+    expect(first.locator(".nd-side:not(.nd-diff-side) img")).to_have_count(2)  # + the difference tile
     first.locator("button.mark-same").click()
     card = page.locator(f"#pair-{pair_id}")
     expect(card).to_have_attribute("data-status", "same")

@@ -133,6 +133,11 @@ class FieldType:
     def check_spec(self, spec: dict) -> None:
         """Raise SchemaError when ``spec`` is not usable for this type."""
 
+    def widget_config(self, spec: dict) -> dict:
+        """What the widget (``templates/fields/<widget>.html`` and its entry in
+        ``static/fields/widgets.js``) needs from the spec, with the type's defaults filled in."""
+        return {}
+
     def absent(self, spec: dict) -> Any:
         return None
 

@@ -148,3 +148,6 @@ class BoxesType(FieldType):
 
     def prompt_example(self, spec: dict) -> Any:
         return [["x1", "y1", "x2", "y2"]]
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"max_boxes": spec.get("max_boxes", self.max_boxes)}

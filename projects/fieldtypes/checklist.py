@@ -171,3 +171,12 @@ class ChecklistType(FieldType):
         if spec.get("link_to"):
             entry["link"] = "..."
         return [entry]
+
+    def widget_config(self, spec: dict) -> dict:
+        return {
+            "id_prefix": spec.get("id_prefix", ""),
+            "link_to": spec.get("link_to"),
+            "link_required": bool(spec.get("link_required")),
+            "min_items": spec.get("min_items", 1),
+            "max_items": spec.get("max_items", self.max_items),
+        }

@@ -43,3 +43,6 @@ class ChoiceType(FieldType):
 
     def prompt_example(self, spec: dict) -> Any:
         return " | ".join(spec["choices"])
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"choices": list(spec["choices"])}

@@ -48,3 +48,6 @@ class EntityType(FieldType):
 
     def prompt_value(self, spec: dict) -> str:
         return 'a short noun phrase naming who is targeted (e.g. "Muslim people")'
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"max_length": spec.get("max_length", self.max_length)}

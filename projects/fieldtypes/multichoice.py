@@ -88,3 +88,6 @@ class MultiChoiceType(FieldType):
 
     def prompt_example(self, spec: dict) -> Any:
         return [spec["choices"][0]]
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"choices": list(spec["choices"]), "exclusive": list(spec.get("exclusive", []))}

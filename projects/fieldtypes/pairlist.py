@@ -164,3 +164,6 @@ class PairListType(FieldType):
 
     def prompt_example(self, spec: dict) -> Any:
         return [dict.fromkeys(self.parts(spec), "...")]
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"parts": self.parts(spec), "max_items": spec.get("max_items", self.max_items)}

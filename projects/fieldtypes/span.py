@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from metrics.text import token_f1, token_f1_batch
-from projects.fieldtypes.base import CONTINUOUS, Agreement, Context, FieldError, FieldType
+from projects.fieldtypes.base import CONTINUOUS, Agreement, Context, FieldError, FieldType, SchemaError
 
 
 class SpanType(FieldType):
@@ -18,8 +18,14 @@ class SpanType(FieldType):
     agreement = Agreement(CONTINUOUS, "token_f1", "mean token-F1", measure="token-F1", shares=(0.7,))
     threshold_key = "mention_f1"
     roles = frozenset({"mention", "grounding"})
-    spec_keys = ("source",)
+    spec_keys = ("source", "snap")
     blank_is_absent = False
+    #: How the widget extends a selection: to whole words (CJK characters stay single) or not at all.
+    snaps = ("word", "char")
+
+    def check_spec(self, spec: dict) -> None:
+        if spec.get("snap", "word") not in self.snaps:
+            raise SchemaError(f"field {spec.get('name')!r}: snap must be one of {', '.join(self.snaps)}")
 
     def validate(self, spec: dict, value: Any, ctx: Context) -> Any:
         if value is None:
@@ -49,3 +55,6 @@ class SpanType(FieldType):
 
     def prompt_value(self, spec: dict) -> str:
         return "the exact span copied character for character from the ITEM TEXT (no paraphrase, no correction)"
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"snap": spec.get("snap", "word")}

@@ -31,3 +31,6 @@ class FreeTextType(FieldType):
 
     def pair_scores(self, spec: dict, a: Sequence[Any], b: Sequence[Any], *, lexicon: dict | None) -> np.ndarray:
         return token_f1_batch(list(a), list(b))
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"max_length": spec.get("max_length", self.max_length)}

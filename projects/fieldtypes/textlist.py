@@ -72,3 +72,6 @@ class TextListType(FieldType):
 
     def prompt_example(self, spec: dict) -> Any:
         return ["..."]
+
+    def widget_config(self, spec: dict) -> dict:
+        return {"max_items": spec.get("max_items", self.max_items)}

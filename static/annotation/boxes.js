@@ -1,5 +1,8 @@
-// Box widget: draw, select, move, resize and delete boxes on an image, with the mouse and the
-// keyboard. Boxes are [x1, y1, x2, y2] integers in [0, 1000] relative to the image's width and
+// Box canvas: draw, select, move, resize and delete boxes on an image, with the mouse and the
+// keyboard. Two modes: "select" (a drag on a box moves it, on a corner handle resizes it, on the
+// empty image draws) and "draw" (a drag always draws, also inside or across another box, so
+// nested and overlapping boxes can be drawn). Smaller boxes are stacked above larger ones, so a
+// box drawn inside another stays clickable. Boxes are [x1, y1, x2, y2] integers in [0, 1000] relative to the image's width and
 // height (Meme3W Appendix A.1). The SVG uses viewBox 0 0 1000 1000 with
 // preserveAspectRatio="none", so box coordinates are SVG coordinates: no pixel conversion is
 // stored anywhere, and zooming the image needs no change to the boxes.
@@ -8,9 +11,14 @@ const NS = "http://www.w3.org/2000/svg";
 export const SCALE = 1000;
 const MIN_SIZE = 4;   // smallest box kept after a drag, in 1/1000 of the image
 const STEP = 5;       // keyboard step, in 1/1000 of the image
-const HANDLE_PX = 10; // corner handle size on screen
+const HANDLE_PX = 14; // corner handle size on screen
+const HANDLE_HIT_PX = 28; // the area around a corner that grabs it (WCAG 2.5.8: at least 24 px)
 
 const clamp = (v, lo = 0, hi = SCALE) => Math.max(lo, Math.min(hi, v));
+
+function area(b) {
+  return (b[2] - b[0]) * (b[3] - b[1]);
+}
 
 function el(name, attrs) {
   const node = document.createElementNS(NS, name);
@@ -19,16 +27,18 @@ function el(name, attrs) {
 }
 
 export class BoxCanvas {
-  constructor(svg, { onChange = () => {}, onSelect = () => {}, announce = () => {} } = {}) {
+  constructor(svg, { onChange = () => {}, onSelect = () => {}, announce = () => {}, onMode = () => {} } = {}) {
     this.svg = svg;
     this.boxes = [];
     this.selected = -1;
     this.enabled = true;
+    this.mode = "select";
     this.drag = null;
     this.previewBoxes = [];
     this.onChange = onChange;
     this.onSelect = onSelect;
     this.announce = announce;
+    this.onMode = onMode;
     svg.addEventListener("pointerdown", (e) => this.pointerDown(e));
     svg.addEventListener("pointermove", (e) => this.pointerMove(e));
     svg.addEventListener("pointerup", (e) => this.pointerUp(e));
@@ -52,8 +62,25 @@ export class BoxCanvas {
   setEnabled(enabled) {
     this.enabled = enabled;
     this.svg.classList.toggle("disabled", !enabled);
-    if (!enabled) { this.selected = -1; this.drag = null; }
+    this.svg.setAttribute("aria-disabled", enabled ? "false" : "true");
+    if (!enabled) { this.selected = -1; this.drag = null; this.setMode("select"); }
     this.render();
+  }
+
+  setMode(mode) {
+    const next = mode === "draw" && this.enabled ? "draw" : "select";
+    if (next === this.mode) return;
+    this.mode = next;
+    this.svg.classList.toggle("draw-mode", next === "draw");
+    this.drag = null;
+    this.announce(next === "draw" ? "Draw mode: drag to draw a box, also inside another box. B or Escape to leave."
+      : "Select mode: drag a box to move it, a corner to resize it.");
+    this.onMode(next);
+    this.render();
+  }
+
+  toggleMode() {
+    this.setMode(this.mode === "draw" ? "select" : "draw");
   }
 
   preview(boxes) {
@@ -105,7 +132,10 @@ export class BoxCanvas {
     const [x, y] = this.point(e);
     const target = e.target;
     const index = target.dataset && target.dataset.index !== undefined ? Number(target.dataset.index) : -1;
-    if (target.dataset && target.dataset.corner && index >= 0) {
+    if (this.mode === "draw") {
+      this.selected = -1;
+      this.drag = { mode: "draw", start: [x, y], current: [x, y] };
+    } else if (target.dataset && target.dataset.corner && index >= 0) {
       this.drag = { mode: "resize", index, corner: target.dataset.corner, start: [x, y], orig: [...this.boxes[index]] };
     } else if (index >= 0) {
       this.select(index);
@@ -175,7 +205,12 @@ export class BoxCanvas {
       }
       return;
     }
-    if (e.key === "Escape") { this.select(-1); return; }
+    if (e.key === "Escape") {
+      e.preventDefault();
+      if (this.mode === "draw") this.setMode("select");
+      else this.select(-1);
+      return;
+    }
     if (this.selected < 0) return;
     const i = this.selected;
     const b = [...this.boxes[i]];
@@ -209,7 +244,11 @@ export class BoxCanvas {
       svg.appendChild(el("rect", { x: b[0], y: b[1], width: b[2] - b[0], height: b[3] - b[1], class: "box-preview",
         "vector-effect": "non-scaling-stroke" }));
     }
-    this.boxes.forEach((b, i) => {
+    // Larger boxes below smaller ones: a box inside another stays on top, reachable.
+    const order = this.boxes.map((b, i) => i)
+      .sort((i, j) => area(this.boxes[j]) - area(this.boxes[i]) || i - j);
+    order.forEach((i) => {
+      const b = this.boxes[i];
       const rect = el("rect", {
         x: b[0], y: b[1], width: b[2] - b[0], height: b[3] - b[1],
         class: i === this.selected ? "box selected" : "box", "data-index": i, "vector-effect": "non-scaling-stroke",
@@ -226,15 +265,19 @@ export class BoxCanvas {
     });
     if (this.selected >= 0 && this.selected < this.boxes.length) {
       const r = svg.getBoundingClientRect();
-      const hw = r.width ? (HANDLE_PX / r.width) * SCALE : 10;
-      const hh = r.height ? (HANDLE_PX / r.height) * SCALE : 10;
+      const sx = r.width ? SCALE / r.width : 1;
+      const sy = r.height ? SCALE / r.height : 1;
       const [x1, y1, x2, y2] = this.boxes[this.selected];
       const corners = { nw: [x1, y1], ne: [x2, y1], sw: [x1, y2], se: [x2, y2] };
       for (const [corner, [cx, cy]] of Object.entries(corners)) {
-        svg.appendChild(el("rect", {
-          x: cx - hw / 2, y: cy - hh / 2, width: hw, height: hh, class: `handle handle-${corner}`,
-          "data-index": this.selected, "data-corner": corner, "vector-effect": "non-scaling-stroke",
-        }));
+        // A visible square and, around it, a larger transparent area that grabs the corner.
+        for (const [px, cls] of [[HANDLE_HIT_PX, "handle-hit"], [HANDLE_PX, "handle"]]) {
+          svg.appendChild(el("rect", {
+            x: cx - (px * sx) / 2, y: cy - (px * sy) / 2, width: px * sx, height: px * sy,
+            class: `${cls} handle-${corner}`, "data-index": this.selected, "data-corner": corner,
+            "vector-effect": "non-scaling-stroke",
+          }));
+        }
       }
     }
     const d = this.drag;

@@ -1,17 +1,27 @@
-// The annotation workspace: fields generated from the schema (by widget name), candidates,
-// text-mention selection, boxes, autosave that never loses work, submit with version checks.
+// The annotation (and blind audit) workspace: fields generated from the schema (each one a widget
+// of static/fields/widgets.js), candidates, the text mention, boxes on the image, a keyboard for
+// everything (the "?" dialog lists it), undo/redo, autosave that never loses work, submit with
+// version checks and, if the annotator wants it, the next item right after.
 //
 // Never losing work (issue 4, part 3):
 // - every change is copied to localStorage at once, then autosaved after 800 ms of quiet;
 // - a network error keeps the "unsaved" state visible and retries with backoff (1 s .. 30 s);
 // - an expired session (401) or a changed one (403) stops autosave and says so; the copy in
-//   this browser is offered back after logging in again;
+//   this browser is offered back after logging in again, saying why it was left unsaved;
 // - a stale version (409) is never overwritten: the message says what happened.
+//
+// Blindness: the page knows the annotator's own annotation and the anonymized candidates only.
+// The submit answer says nothing about the item's route; "next item" is a separate request.
 import { BoxCanvas } from "./boxes.js";
+import { imageFitter } from "./layout.js";
+import { initWidgets, widgetOf, wordSpans } from "../fields/widgets.js";
+import { announcer, isTyping, keysDialog } from "../fields/keys.js";
 
 const DEBOUNCE_MS = 800;
 const MAX_BACKOFF_MS = 30000;
 const IDLE_MS = 60000; // no input for a minute: the time is not counted as active
+const COALESCE_MS = 1000; // typing in one field within this time is one undo step
+const UNDO_LIMIT = 200;
 
 const root = document.getElementById("workspace");
 if (root) init(root);
@@ -27,6 +37,7 @@ function same(a, b) {
 function init(root) {
   const state = JSON.parse(root.dataset.state);
   const candidates = JSON.parse(root.dataset.candidates || "{}");
+  const letters = Object.keys(candidates).sort();
   const cfg = {
     draftUrl: root.dataset.draftUrl,
     submitUrl: root.dataset.submitUrl,
@@ -49,16 +60,27 @@ function init(root) {
   const bannerText = document.getElementById("ws-banner-text");
   const bannerActions = document.getElementById("ws-banner-actions");
   const formError = document.getElementById("form-error");
-  const live = document.getElementById("canvas-live");
+  const announce = announcer(document.getElementById("canvas-live"));
+  const help = keysDialog(document.getElementById("keys-help"), document.getElementById("keys-button"));
 
-  const fields = [...form.querySelectorAll(".field")].map((el) => ({
-    el,
-    name: el.dataset.name,
-    widget: el.dataset.widget,
-    visField: el.dataset.visibleField || null,
-    visIn: el.dataset.visibleIn ? el.dataset.visibleIn.split("|") : null,
-  }));
+  const fields = [...form.querySelectorAll(".field")].map((el) => {
+    const w = el.querySelector("[data-widget]");
+    return {
+      el,
+      w,
+      widget: widgetOf(w),
+      name: el.dataset.name,
+      mention: el.hasAttribute("data-mention"),
+      region: el.hasAttribute("data-region"),
+      visField: el.dataset.visibleField || null,
+      visIn: el.dataset.visibleIn ? el.dataset.visibleIn.split("|") : null,
+    };
+  });
   const byName = Object.fromEntries(fields.map((f) => [f.name, f]));
+  const fieldOf = (node) => {
+    const el = node && node.closest ? node.closest("#ann-form .field") : null;
+    return el ? byName[el.dataset.name] : null;
+  };
 
   let values = clone(state.values) || {};
   let provenance = clone(state.provenance) || {};
@@ -67,6 +89,7 @@ function init(root) {
   let editable = state.editable;
   let dirty = false;
   let blocked = null; // "session" | "stale" | "closed": autosave stopped until reload
+  let offline = false; // the last save failed for want of a server
   let timer = null;
   let backoff = 0;
   let chain = Promise.resolve();
@@ -87,89 +110,82 @@ function init(root) {
     if (document.visibilityState === "hidden") { tick(); lastInput = -Infinity; } else { lastInput = performance.now(); }
   });
 
-  // ---------------------------------------------------------------- boxes
+  // ---------------------------------------------------------------- image, canvas, layout
+  // The canvas belongs to the page (the image is not part of any field); the boxes widget of
+  // the region field draws on it through ctx.canvas.
   const svg = document.getElementById("box-canvas");
-  const boxFields = fields.filter((f) => f.widget === "boxes");
-  let activeBoxField = boxFields.length ? boxFields[0].name : null;
-  const canvas = new BoxCanvas(svg, {
-    onChange: (boxes) => { if (activeBoxField) setValue(activeBoxField, boxes); },
-    onSelect: () => renderBoxList(),
-    announce: (msg) => { live.textContent = msg; },
-  });
   const stage = document.getElementById("stage");
+  const viewport = document.getElementById("viewport");
+  const image = document.getElementById("item-image");
+  const leftCol = root.querySelector(".ws-left");
+  const drawButton = document.getElementById("draw-mode");
+  const hint = document.getElementById("canvas-hint");
+  const canvas = new BoxCanvas(svg, {
+    announce,
+    onMode: (mode) => { if (drawButton) drawButton.setAttribute("aria-pressed", mode === "draw" ? "true" : "false"); },
+  });
+  let pointerOnImage = false;
+  stage.addEventListener("pointerenter", () => { pointerOnImage = true; });
+  stage.addEventListener("pointerleave", () => { pointerOnImage = false; });
   const unblur = document.getElementById("unblur");
   if (unblur) {
-    const reveal = () => { stage.classList.remove("blurred"); unblur.remove(); syncCanvas(); };
-    unblur.addEventListener("click", reveal);
+    unblur.addEventListener("click", () => { stage.classList.remove("blurred"); unblur.remove(); syncWidgets(); });
   }
-  function syncCanvas() {
-    const f = activeBoxField && byName[activeBoxField];
-    const usable = Boolean(f) && !f.el.hidden && editable && !stage.classList.contains("blurred");
-    canvas.setEnabled(usable);
-    canvas.setBoxes(f ? values[f.name] || [] : []);
+  function ownerField() {
+    return fields.find((f) => f.w === canvas.owner) || null;
   }
   const addBox = document.getElementById("add-box");
   if (addBox) {
     addBox.addEventListener("click", () => {
-      if (!canvas.enabled) { showFieldHint(); return; }
+      if (!canvas.enabled) { showCanvasHint(true); return; }
       canvas.add([400, 400, 600, 600]);
       svg.focus();
     });
   }
-  function showFieldHint() {
-    const f = activeBoxField && byName[activeBoxField];
-    if (f && f.el.hidden && f.visField) {
-      setStatus(`Boxes are only needed when ${labelOf(f.visField)} is ${f.visIn.join(" or ")}.`, "warn");
+  if (drawButton) {
+    drawButton.addEventListener("click", () => {
+      if (!canvas.enabled) { showCanvasHint(true); return; }
+      canvas.toggleMode();
+    });
+  }
+  // Why the image cannot be drawn on, when it cannot (e.g. "Boxes are only needed when ...").
+  function canvasHintText() {
+    const f = ownerField();
+    if (!f || !editable) return "";
+    if (f.el.hidden && f.visField) {
+      const parent = byName[f.visField];
+      return `${labelOf(f.name)}: boxes are only needed when ${labelOf(f.visField)} is ${f.visIn.join(" or ")}`
+        + (parent && !parent.el.hidden ? "." : ` (and ${labelOf(f.visField)} is shown).`);
     }
+    if (stage.classList.contains("blurred")) return "Show the image to draw boxes.";
+    return "";
   }
-  svg.addEventListener("pointerdown", () => { if (!canvas.enabled) showFieldHint(); });
+  function showCanvasHint(flash = false) {
+    if (!hint) return;
+    const text = canvasHintText();
+    hint.textContent = text;
+    hint.hidden = !text;
+    if (flash && text) announce(text);
+  }
+  svg.addEventListener("pointerdown", () => { if (!canvas.enabled) showCanvasHint(true); });
 
-  // Zoom: the stage is scaled inside a scrolling viewport; boxes follow because they live in
-  // the SVG's 0..1000 coordinates.
-  let zoom = 1;
+  // Zoom and fit (static/annotation/layout.js). Boxes follow because they live in the SVG's
+  // 0..1000 coordinates.
   const zoomLabel = document.getElementById("zoom-level");
-  function setZoom(z) {
-    zoom = Math.max(1, Math.min(4, z));
-    stage.style.width = `${zoom * 100}%`;
-    zoomLabel.textContent = `${Math.round(zoom * 100)}%`;
-    canvas.render();
-  }
+  const fitter = imageFitter({
+    column: leftCol, viewport, stage, image,
+    onLayout: (zoom) => { zoomLabel.textContent = `${Math.round(zoom * 100)}%`; canvas.render(); },
+  });
+  const layout = fitter.layout;
+  const setZoom = (z) => fitter.setZoom(z);
   document.querySelectorAll("[data-zoom]").forEach((b) => b.addEventListener("click", () => {
     const how = b.dataset.zoom;
-    setZoom(how === "in" ? zoom * 1.5 : how === "out" ? zoom / 1.5 : 1);
+    setZoom(how === "in" ? fitter.zoom * 1.5 : how === "out" ? fitter.zoom / 1.5 : 1);
   }));
   svg.addEventListener("keydown", (e) => {
-    if (e.key === "+" || e.key === "=") setZoom(zoom * 1.5);
-    if (e.key === "-") setZoom(zoom / 1.5);
+    if (e.key === "+" || e.key === "=") setZoom(fitter.zoom * 1.5);
+    if (e.key === "-") setZoom(fitter.zoom / 1.5);
   });
-
-  function renderBoxList() {
-    for (const f of boxFields) {
-      const list = f.el.querySelector(".box-list");
-      const empty = f.el.querySelector(".box-empty");
-      const boxes = values[f.name] || [];
-      list.replaceChildren();
-      boxes.forEach((b, i) => {
-        const li = document.createElement("li");
-        li.className = f.name === activeBoxField && canvas.selected === i ? "selected" : "";
-        const code = document.createElement("code");
-        code.textContent = `[${b.join(", ")}]`;
-        const sel = document.createElement("button");
-        sel.type = "button"; sel.className = "secondary small"; sel.textContent = "Select";
-        sel.addEventListener("click", () => { activeBoxField = f.name; syncCanvas(); canvas.select(i); svg.focus(); });
-        const del = document.createElement("button");
-        del.type = "button"; del.className = "secondary small"; del.textContent = "Delete";
-        del.setAttribute("aria-label", `Delete box ${i + 1}`);
-        del.addEventListener("click", () => {
-          const next = (values[f.name] || []).filter((_, j) => j !== i);
-          setValue(f.name, next);
-        });
-        li.append(code, " ", sel, " ", del);
-        list.appendChild(li);
-      });
-      empty.hidden = boxes.length > 0;
-    }
-  }
 
   // ---------------------------------------------------------------- fields <-> values
   function labelOf(name) {
@@ -177,84 +193,36 @@ function init(root) {
     const l = f && f.el.querySelector(".field-label");
     return l ? l.firstChild.textContent.trim() : name;
   }
-
   function absent(f) {
-    return ["checkboxes", "boxes", "textlist"].includes(f.widget) ? [] : null;
+    return f.widget.absent();
   }
-
   function readField(f) {
-    const el = f.el;
-    switch (f.widget) {
-      case "radio": {
-        const c = el.querySelector("input[type=radio]:checked");
-        return c ? c.value : null;
-      }
-      case "checkboxes":
-        return [...el.querySelectorAll("input[type=checkbox]:checked")].map((c) => c.value);
-      case "entity":
-      case "span": {
-        const v = el.querySelector("input[type=text]").value;
-        return v === "" ? null : v;
-      }
-      case "textarea": {
-        const v = el.querySelector("textarea").value;
-        return v.trim() === "" ? null : v;
-      }
-      case "textlist":
-        return [...el.querySelectorAll(".tl-row input")].map((i) => i.value).filter((v) => v.trim() !== "");
-      case "boxes":
-        return values[f.name] || [];
-      default:
-        return values[f.name];
-    }
+    return f.widget.read(f.w, ctx);
   }
-
   function writeField(f, v) {
-    const el = f.el;
-    switch (f.widget) {
-      case "radio":
-        el.querySelectorAll("input[type=radio]").forEach((r) => { r.checked = r.value === v; });
-        break;
-      case "checkboxes": {
-        const set = new Set(Array.isArray(v) ? v : []);
-        el.querySelectorAll("input[type=checkbox]").forEach((c) => { c.checked = set.has(c.value); });
-        break;
-      }
-      case "entity":
-      case "span":
-        el.querySelector("input[type=text]").value = typeof v === "string" ? v : "";
-        if (f.widget === "span") highlightMention();
-        break;
-      case "textarea":
-        el.querySelector("textarea").value = typeof v === "string" ? v : "";
-        break;
-      case "textlist": {
-        const rows = el.querySelector(".tl-rows");
-        rows.replaceChildren();
-        (Array.isArray(v) ? v : []).forEach((t) => rows.appendChild(textlistRow(f, t)));
-        break;
-      }
-      case "boxes":
-        if (f.name === activeBoxField) canvas.setBoxes(Array.isArray(v) ? v : []);
-        renderBoxList();
-        break;
-      default:
-    }
+    f.widget.write(f.w, v, ctx);
+    if (f.mention) renderItemText();
+  }
+  // Widgets whose display depends on other fields (checklist links, the canvas) refresh here.
+  function syncWidgets() {
+    for (const f of fields) if (f.widget.sync) f.widget.sync(f.w, ctx);
+    if (drawButton) drawButton.disabled = !canvas.enabled && !canvasHintText();
+    showCanvasHint();
   }
 
-  function textlistRow(f, text) {
-    const row = document.createElement("div");
-    row.className = "tl-row";
-    const input = document.createElement("input");
-    input.type = "text";
-    input.value = text;
-    input.setAttribute("aria-label", labelOf(f.name));
-    const rm = document.createElement("button");
-    rm.type = "button"; rm.className = "secondary small"; rm.textContent = "Remove";
-    rm.dataset.tlRemove = "";
-    row.append(input, rm);
-    return row;
-  }
+  // What the widgets may ask of the page (static/fields/widgets.js).
+  const ctx = {
+    itemText,
+    canvas,
+    boxList: document.getElementById("box-list"),
+    selection: () => currentSelection() || lastSelection,
+    valueOf: (name) => values[name],
+    error: (w, msg) => showError(w.dataset.name, msg),
+    canDraw: (w) => {
+      const f = fields.find((x) => x.w === w);
+      return Boolean(f) && !f.el.hidden && editable && !stage.classList.contains("blurred");
+    },
+  };
 
   // Conditional visibility (schema visible_if): a hidden field holds its absence value, so
   // "non-harmful" clears the target fields (Meme3W Appendix A.1 absence rules).
@@ -273,15 +241,12 @@ function init(root) {
     }
     document.querySelectorAll("[data-use-field]").forEach((b) => {
       const f = byName[b.dataset.useField];
-      b.disabled = !editable || !f || !fieldUsable(f, visible);
+      b.disabled = !editable || !f || !visible[f.name];
     });
     document.querySelectorAll("[data-use-all]").forEach((b) => { b.disabled = !editable; });
+    if (current && current.el.hidden) setCurrent(visibleFields()[0] || null, { focus: false });
     renderProvenance();
-    syncCanvas();
-  }
-
-  function fieldUsable(f, visible) {
-    return !f.visField || Boolean(visible[f.visField]) && f.visIn.includes(values[f.visField]);
+    syncWidgets();
   }
 
   function renderProvenance() {
@@ -305,110 +270,131 @@ function init(root) {
     writeField(f, values[name]);
     clearError(name);
     applyVisibility();
-    changed();
+    changed({ name });
   }
 
-  // DOM edits -> values
+  // DOM edits -> values: every widget reports a change with an "input" event from its root.
   form.addEventListener("input", (e) => {
-    const fieldEl = e.target.closest(".field");
-    if (!fieldEl || !editable) return;
-    const f = byName[fieldEl.dataset.name];
-    if (f.widget === "checkboxes" && e.target.type === "checkbox" && e.target.checked) {
-      // An exclusive option ("Other") cannot be combined with another one.
-      const boxes = [...f.el.querySelectorAll("input[type=checkbox]")];
-      if (e.target.hasAttribute("data-exclusive")) {
-        boxes.forEach((c) => { if (c !== e.target) c.checked = false; });
-      } else {
-        boxes.forEach((c) => { if (c.hasAttribute("data-exclusive")) c.checked = false; });
-      }
-    }
+    const f = fieldOf(e.target);
+    if (!f || !editable) return;
     const v = readField(f);
     values[f.name] = v;
     if (provenance[f.name]) {
       const cand = candidates[provenance[f.name].letter] || {};
       provenance[f.name].edited = !same(v, cand[f.name] ?? absent(f));
     }
+    if (f.mention) renderItemText();
     clearError(f.name);
     applyVisibility();
-    changed();
-  });
-  form.addEventListener("change", (e) => {
-    // radios fire change but not always input in older engines
-    if (e.target.type === "radio") form.dispatchEvent(new Event("input", { bubbles: true }));
-  });
-  form.addEventListener("click", (e) => {
-    const add = e.target.closest("[data-tl-add]");
-    const rm = e.target.closest("[data-tl-remove]");
-    if (add || rm) {
-      const f = byName[e.target.closest(".field").dataset.name];
-      if (add) {
-        const row = textlistRow(f, "");
-        f.el.querySelector(".tl-rows").appendChild(row);
-        row.querySelector("input").focus();
-      } else {
-        rm.closest(".tl-row").remove();
-        setValue(f.name, readField(f));
-      }
-    }
+    changed({ name: f.name, typing: isTyping(e.target) });
   });
 
-  // ---------------------------------------------------------------- text mention
-  // The mention is cut from the item text by character offsets of the selection, so it is an
-  // exact copy (guideline 4) whatever the browser does with whitespace in toString().
-  let lastSelection = null;
-  document.addEventListener("selectionchange", () => {
-    const sel = document.getSelection();
-    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
-    const range = sel.getRangeAt(0);
-    if (!itemTextEl.contains(range.startContainer) || !itemTextEl.contains(range.endContainer)) return;
-    const pre = document.createRange();
-    pre.selectNodeContents(itemTextEl);
-    pre.setEnd(range.startContainer, range.startOffset);
-    const start = pre.toString().length;
-    const end = start + range.toString().length;
-    lastSelection = end > start ? itemText.slice(start, end) : null;
+  // ---------------------------------------------------------------- the focused field
+  // One field is "current" (outlined): keys act on it. It follows the focus, and N / P move it.
+  let current = null;
+  function visibleFields() {
+    return fields.filter((f) => !f.el.hidden);
+  }
+  function setCurrent(f, { focus = true } = {}) {
+    if (current) current.el.classList.remove("current");
+    document.querySelectorAll(".cand-table tr.current").forEach((tr) => tr.classList.remove("current"));
+    current = f;
+    if (!f) return;
+    f.el.classList.add("current");
+    const row = document.querySelector(`.cand-table tr[data-row-for="${CSS.escape(f.name)}"]`);
+    if (row) row.classList.add("current");
+    if (focus) {
+      f.el.focus({ preventScroll: true });
+      f.el.scrollIntoView({ block: "nearest" });
+    }
+  }
+  document.addEventListener("focusin", (e) => {
+    const f = fieldOf(e.target);
+    if (f && f !== current) setCurrent(f, { focus: false });
   });
-  document.querySelectorAll("[data-span-use]").forEach((b) => b.addEventListener("click", () => {
-    if (!lastSelection || !lastSelection.trim()) {
-      showError(b.dataset.spanUse, "Select the words in the item text first.");
-      return;
-    }
-    setValue(b.dataset.spanUse, lastSelection);
-  }));
-  document.querySelectorAll("[data-span-clear]").forEach((b) => b.addEventListener("click", () => {
-    setValue(b.dataset.spanClear, null);
-  }));
+  function step(delta) {
+    const vis = visibleFields();
+    if (!vis.length) return;
+    const at = current ? vis.indexOf(current) : -1;
+    const next = vis[Math.max(0, Math.min(vis.length - 1, at + delta))];
+    setCurrent(next);
+    announce(labelOf(next.name));
+  }
+  // Fields where the candidates do not all say the same: where a decision is needed.
+  const differing = new Set(fields.filter((f) => {
+    const seen = letters.filter((l) => f.name in candidates[l]).map((l) => JSON.stringify(candidates[l][f.name]));
+    return new Set(seen).size > 1;
+  }).map((f) => f.name));
+  for (const name of differing) {
+    const row = document.querySelector(`.cand-table tr[data-row-for="${CSS.escape(name)}"]`);
+    if (row) row.classList.add("differs");
+  }
+  function nextDiffering(after) {
+    const vis = visibleFields();
+    const from = after ? vis.indexOf(after) + 1 : 0;
+    return vis.slice(from).find((f) => differing.has(f.name)) || null;
+  }
+  // After taking candidate X whole, the first field to look at again is one where X stands
+  // alone (no other candidate says the same), then any field where the candidates differ.
+  function firstAlone(letter) {
+    const mine = candidates[letter];
+    return visibleFields().find((f) => {
+      if (!(f.name in mine) || !differing.has(f.name)) return false;
+      const v = JSON.stringify(mine[f.name]);
+      return letters.every((l) => l === letter || !(f.name in candidates[l]) || JSON.stringify(candidates[l][f.name]) !== v);
+    }) || null;
+  }
 
-  function highlightMention() {
-    const spanField = fields.find((f) => f.widget === "span");
-    const mention = spanField ? values[spanField.name] : null;
-    const at = typeof mention === "string" && mention ? itemText.indexOf(mention) : -1;
-    if (at < 0) {
-      itemTextEl.replaceChildren(document.createTextNode(itemText));
-      return;
+  function chooseOption(n) {
+    const f = current || visibleFields()[0];
+    if (!f || !editable || !f.widget.choose) return false;
+    setCurrent(f, { focus: false });
+    const done = f.widget.choose(f.w, n);
+    if (done === "next") {
+      // applyVisibility ran in the input handler: a newly shown field is the next one.
+      const vis = visibleFields();
+      const next = vis[vis.indexOf(f) + 1];
+      if (next) setCurrent(next);
     }
-    const mark = document.createElement("mark");
-    mark.textContent = mention;
-    itemTextEl.replaceChildren(
-      document.createTextNode(itemText.slice(0, at)), mark, document.createTextNode(itemText.slice(at + mention.length)),
-    );
+    return Boolean(done);
+  }
+
+  function enterField(f) {
+    if (!f) return;
+    if (f.mention) { startMention(); return; }
+    const input = f.w.querySelector("input:not([type=hidden]):not([disabled]), textarea, select, button:not([disabled])");
+    if (input) input.focus();
   }
 
   // ---------------------------------------------------------------- candidates
-  document.querySelectorAll("[data-use-all]").forEach((b) => b.addEventListener("click", () => {
-    const cand = candidates[b.dataset.useAll] || {};
+  function useAll(letter) {
+    const cand = candidates[letter];
+    if (!cand || !editable) return;
     // Parents first (schema order), so that conditional fields see their parent's new value.
     for (const f of fields) {
       if (f.name in cand) {
         values[f.name] = clone(cand[f.name]);
-        provenance[f.name] = { letter: b.dataset.useAll, edited: false };
+        provenance[f.name] = { letter, edited: false };
         writeField(f, values[f.name]);
         clearError(f.name);
       }
     }
     applyVisibility();
-    changed();
-  }));
+    changed({ name: `*${letter}` });
+    announce(`Took candidate ${letter}`);
+    setCurrent(firstAlone(letter) || nextDiffering(null) || current || visibleFields()[0]);
+  }
+  function useField(f, letter) {
+    const cand = candidates[letter];
+    if (!f || !cand || !editable || f.el.hidden) return;
+    if (!(f.name in cand)) { announce(`Candidate ${letter} has no ${labelOf(f.name)}`); return; }
+    setValue(f.name, cand[f.name], { fromLetter: letter });
+    canvas.preview([]);
+    announce(`${labelOf(f.name)} from candidate ${letter}`);
+    const vis = visibleFields();
+    setCurrent(nextDiffering(f) || vis[vis.indexOf(f) + 1] || f);
+  }
+  document.querySelectorAll("[data-use-all]").forEach((b) => b.addEventListener("click", () => useAll(b.dataset.useAll)));
   document.querySelectorAll("[data-use-field]").forEach((b) => {
     b.addEventListener("click", () => {
       const cand = candidates[b.dataset.letter] || {};
@@ -423,6 +409,270 @@ function init(root) {
       b.addEventListener("mouseleave", hide);
       b.addEventListener("blur", hide);
     }
+  });
+
+  // ---------------------------------------------------------------- text mention
+  // The mention is cut from the item text by character offsets (never from the selection's
+  // string), so it is an exact copy (guideline 4); the span widget snaps it to whole words.
+  function offsetsOf(range) {
+    const pre = document.createRange();
+    pre.selectNodeContents(itemTextEl);
+    pre.setEnd(range.startContainer, range.startOffset);
+    const start = pre.toString().length;
+    return { start, end: start + range.toString().length };
+  }
+  function currentSelection() {
+    const sel = document.getSelection();
+    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return null;
+    const range = sel.getRangeAt(0);
+    if (!itemTextEl.contains(range.startContainer) || !itemTextEl.contains(range.endContainer)) return null;
+    const o = offsetsOf(range);
+    return o.end > o.start ? o : null;
+  }
+  let lastSelection = null; // kept for the "Use selection" button, which takes the focus
+  document.addEventListener("selectionchange", () => {
+    const o = currentSelection();
+    if (o) lastSelection = o;
+  });
+  const mentionField = () => fields.find((f) => f.mention && !f.el.hidden) || null;
+  // Selecting with the mouse fills the (visible) mention field at once: no extra click.
+  // Alt while selecting keeps the characters as selected (a mention inside a word).
+  itemTextEl.addEventListener("pointerup", (e) => {
+    const exact = e.altKey;
+    setTimeout(() => {
+      const f = mentionField();
+      const o = currentSelection();
+      if (!f || !o || !editable || mention) return;
+      f.widget.useSelection(f.w, ctx, exact ? { snap: "char" } : {});
+      document.getSelection().removeAllRanges();
+      lastSelection = null;
+    }, 0);
+  });
+  // Clicking the highlighted mention clears it.
+  itemTextEl.addEventListener("click", (e) => {
+    const mark = e.target.closest && e.target.closest("mark.mention");
+    const f = mentionField();
+    if (!mark || !f || !editable || currentSelection()) return;
+    setValue(f.name, null);
+    announce(`${labelOf(f.name)} cleared`);
+  });
+
+  // Keyboard selection of the mention ("M"): a cursor over whole words of the item text, with
+  // Alt for single characters (a mention inside a word). Kept as character offsets [a, b).
+  let mention = null; // {f, words, a, b, rtl}
+  function startMention() {
+    const f = mentionField();
+    if (!f || !editable) { announce("No text mention to fill here."); return; }
+    const words = wordSpans(itemText);
+    if (!words.length) return;
+    let [a, b] = words[0];
+    const v = values[f.name];
+    const at = typeof v === "string" && v ? itemText.indexOf(v) : -1;
+    if (at >= 0) { a = at; b = at + v.length; }
+    mention = { f, words, a, b, rtl: getComputedStyle(itemTextEl).direction === "rtl" };
+    setCurrent(f, { focus: false });
+    itemTextEl.classList.add("selecting");
+    itemTextEl.focus({ preventScroll: true });
+    renderItemText();
+    announce(`Selecting the mention: ${mentionText()}. Arrows move by word, Shift and arrows extend, `
+      + "Alt for single characters, Enter uses it, Escape cancels.");
+  }
+  function mentionText() {
+    return itemText.slice(mention.a, mention.b);
+  }
+  function endMention(accept) {
+    const m = mention;
+    const text = accept ? mentionText() : null;
+    mention = null;
+    itemTextEl.classList.remove("selecting");
+    if (accept) setValue(m.f.name, text);
+    renderItemText();
+    setCurrent(m.f);
+    if (accept) announce(`${labelOf(m.f.name)}: ${text}`);
+  }
+  function mentionKey(e) {
+    const m = mention;
+    const w = m.words;
+    let key = e.key;
+    if (m.rtl && (key === "ArrowLeft" || key === "ArrowRight")) key = key === "ArrowLeft" ? "ArrowRight" : "ArrowLeft";
+    const right = key === "ArrowRight";
+    if ((right || key === "ArrowLeft") && e.altKey) {
+      // Single characters: Alt moves the start, Alt+Shift the end.
+      if (e.shiftKey) m.b = Math.max(m.a + 1, Math.min(itemText.length, m.b + (right ? 1 : -1)));
+      else m.a = Math.min(m.b - 1, Math.max(0, m.a + (right ? 1 : -1)));
+    } else if (right && e.shiftKey) {
+      const next = w.find(([, end]) => end > m.b);
+      if (next) m.b = next[1];
+    } else if (right) {
+      const next = w.find(([start]) => start >= m.b) || w[w.length - 1];
+      [m.a, m.b] = next;
+    } else if (key === "ArrowLeft" && e.shiftKey) {
+      const inside = w.filter(([, end]) => end > m.a && end < m.b);
+      if (inside.length) m.b = inside[inside.length - 1][1];
+      else {
+        const before = w.filter(([start]) => start < m.a);
+        if (before.length) m.a = before[before.length - 1][0];
+      }
+    } else if (key === "ArrowLeft") {
+      const before = w.filter(([, end]) => end <= m.a);
+      [m.a, m.b] = before.length ? before[before.length - 1] : w[0];
+    } else if (key === "Home") {
+      if (e.shiftKey) m.a = w[0][0]; else [m.a, m.b] = w[0];
+    } else if (key === "End") {
+      if (e.shiftKey) m.b = w[w.length - 1][1]; else [m.a, m.b] = w[w.length - 1];
+    } else if (key === "Enter") { endMention(true); return true; }
+    else if (key === "Escape") { endMention(false); return true; }
+    else if (key === "Tab") { endMention(false); return false; }
+    else return key.length === 1; // swallow other printable keys, let the rest be
+    renderItemText();
+    announce(mentionText());
+    return true;
+  }
+  itemTextEl.addEventListener("blur", () => { if (mention) endMention(false); });
+
+  function renderItemText() {
+    if (mention) {
+      const { a, b } = mention;
+      const mark = document.createElement("mark");
+      mark.className = "kbd-selection";
+      mark.textContent = itemText.slice(a, b);
+      itemTextEl.replaceChildren(document.createTextNode(itemText.slice(0, a)), mark,
+        document.createTextNode(itemText.slice(b)));
+      return;
+    }
+    const f = fields.find((x) => x.mention);
+    const value = f ? values[f.name] : null;
+    const at = typeof value === "string" && value ? itemText.indexOf(value) : -1;
+    if (at < 0) {
+      itemTextEl.replaceChildren(document.createTextNode(itemText));
+      return;
+    }
+    const mark = document.createElement("mark");
+    mark.className = "mention";
+    mark.textContent = value;
+    mark.title = editable ? "The mention: click to clear it" : "The mention";
+    itemTextEl.replaceChildren(
+      document.createTextNode(itemText.slice(0, at)), mark, document.createTextNode(itemText.slice(at + value.length)),
+    );
+  }
+
+  // ---------------------------------------------------------------- undo / redo
+  const undoStack = [];
+  const redoStack = [];
+  let lastState = null;
+  let lastEdit = { name: null, at: 0 };
+  const snapshot = () => JSON.stringify({ values, provenance });
+  function recordEdit(name, typing) {
+    const now = snapshot();
+    if (lastState === null || now === lastState) { lastState = now; return; }
+    const t = performance.now();
+    const coalesce = typing && lastEdit.name === name && t - lastEdit.at < COALESCE_MS;
+    if (!coalesce) {
+      undoStack.push(lastState);
+      if (undoStack.length > UNDO_LIMIT) undoStack.shift();
+    }
+    redoStack.length = 0;
+    lastState = now;
+    lastEdit = { name, at: t };
+  }
+  function restoreSnapshot(snap) {
+    const d = JSON.parse(snap);
+    values = d.values;
+    provenance = d.provenance;
+    for (const f of fields) { writeField(f, values[f.name] ?? absent(f)); clearError(f.name); }
+    applyVisibility();
+    renderItemText();
+    lastState = snap;
+    lastEdit = { name: null, at: 0 };
+    changed({ record: false });
+  }
+  function undo() {
+    if (!editable) return;
+    if (!undoStack.length) { announce("Nothing to undo"); return; }
+    redoStack.push(lastState);
+    restoreSnapshot(undoStack.pop());
+    announce("Undone");
+  }
+  function redo() {
+    if (!editable) return;
+    if (!redoStack.length) { announce("Nothing to redo"); return; }
+    undoStack.push(lastState);
+    restoreSnapshot(redoStack.pop());
+    announce("Redone");
+  }
+
+  // ---------------------------------------------------------------- skip
+  const skipCard = document.getElementById("skip-card");
+  const skipForm = document.getElementById("skip-form");
+  function openSkip() {
+    if (!skipCard) return;
+    skipCard.open = true;
+    const first = skipForm.querySelector("input[name=reason]");
+    if (first) first.focus();
+  }
+  function skipKey(e) {
+    const reasons = [...skipForm.querySelectorAll("input[name=reason]")];
+    if (/^[1-9]$/.test(e.key) && !e.ctrlKey && !e.altKey && !e.metaKey) {
+      const r = reasons[Number(e.key) - 1];
+      if (r) { r.checked = true; r.focus(); }
+      return true;
+    }
+    if (e.key === "Enter" && e.target.name === "reason") {
+      skipForm.requestSubmit(document.getElementById("skip-btn"));
+      return true;
+    }
+    if (e.key === "Escape") {
+      skipCard.open = false;
+      setCurrent(current || visibleFields()[0]);
+      return true;
+    }
+    return false;
+  }
+
+  // ---------------------------------------------------------------- the keyboard
+  function drawContext() {
+    return document.activeElement === svg || pointerOnImage || !letters.includes("B");
+  }
+  document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented || help.isOpen()) return;
+    const t = e.target;
+    const ctrl = e.ctrlKey || e.metaKey;
+    if (ctrl && e.key === "Enter") { e.preventDefault(); form.requestSubmit(); return; }
+    if (mention) { if (mentionKey(e)) e.preventDefault(); return; }
+    if (isTyping(t)) {
+      if (e.key === "Escape" && fieldOf(t)) { e.preventDefault(); setCurrent(fieldOf(t)); }
+      return;
+    }
+    if (skipForm && skipForm.contains(t)) { if (skipKey(e)) e.preventDefault(); return; }
+    if (ctrl && !e.altKey && (e.key === "z" || e.key === "Z")) { e.preventDefault(); if (e.shiftKey) redo(); else undo(); return; }
+    if (ctrl && !e.altKey && (e.key === "y" || e.key === "Y")) { e.preventDefault(); redo(); return; }
+    if (ctrl || e.altKey) return; // the browser's own shortcuts
+    const key = e.key;
+    const letter = key.length === 1 ? key.toUpperCase() : "";
+    let done = true;
+    if (key === "?") help.open();
+    else if (key === "Escape") {
+      if (canvas.mode === "draw") canvas.setMode("select");
+      else if (canvas.selected >= 0) canvas.select(-1);
+      else done = false;
+    } else if (/^[1-9]$/.test(key)) done = chooseOption(Number(key));
+    else if ((key === "Delete" || key === "Backspace") && canvas.enabled && canvas.selected >= 0) canvas.remove(canvas.selected);
+    else if (key === "Enter" && t.classList && t.classList.contains("field")) enterField(fieldOf(t));
+    else if ((key === "Delete" || key === "Backspace") && t.classList && t.classList.contains("field") && editable) {
+      const f = fieldOf(t);
+      setValue(f.name, absent(f)); // clears the focused field (undo brings it back)
+      announce(`${labelOf(f.name)} cleared`);
+    }
+    else if (letter === "B" && !e.shiftKey && drawContext() && (drawButton || canvas.owner)) {
+      if (canvas.enabled) canvas.toggleMode(); else showCanvasHint(true);
+    } else if (e.shiftKey && letters.includes(letter)) useAll(letter);
+    else if (!e.shiftKey && letters.includes(letter)) useField(current || visibleFields()[0], letter);
+    else if (letter === "N" && !e.shiftKey) step(1);
+    else if (letter === "P" && !e.shiftKey) step(-1);
+    else if (letter === "M" && !e.shiftKey) startMention();
+    else if (letter === "S" && !e.shiftKey && skipCard) openSkip();
+    else done = false;
+    if (done) e.preventDefault();
   });
 
   // ---------------------------------------------------------------- errors, banners, status
@@ -444,8 +694,11 @@ function init(root) {
     }
     formError.textContent = general.join(" ");
     formError.hidden = general.length === 0;
-    const first = document.querySelector("[data-error-for]:not([hidden])");
-    if (first) first.closest(".field").scrollIntoView({ block: "center", behavior: "smooth" });
+    const first = fields.find((f) => !f.el.querySelector("[data-error-for]").hidden);
+    if (first) {
+      setCurrent(first);
+      first.el.scrollIntoView({ block: "center", behavior: "smooth" });
+    }
   }
 
   function setStatus(text, kind = "") {
@@ -477,10 +730,17 @@ function init(root) {
   }
 
   // ---------------------------------------------------------------- local copy
-  function storeLocal() {
+  // Why the copy in this browser is not on the server yet, said back when it is offered again.
+  function pendingReason() {
+    if (blocked === "session") return "session";
+    if (blocked === "stale" || blocked === "closed") return "conflict";
+    if (offline) return "offline";
+    return "unsaved";
+  }
+  function storeLocal(reason = pendingReason()) {
     try {
       localStorage.setItem(cfg.storageKey, JSON.stringify({
-        values, provenance, version, dirty, savedAt: Date.now(),
+        values, provenance, version, dirty, reason, savedAt: Date.now(),
       }));
     } catch { /* storage full or disabled: the server copy is all we have */ }
   }
@@ -490,9 +750,28 @@ function init(root) {
   function readLocal() {
     try { return JSON.parse(localStorage.getItem(cfg.storageKey) || "null"); } catch { return null; }
   }
+  function restoreMessage(local) {
+    const when = new Date(local.savedAt || Date.now()).toLocaleString();
+    switch (local.reason) {
+      case "session":
+        return `Your session expired (${when}) before these changes were saved: they were not saved to the server, `
+          + "but this browser kept them.";
+      case "offline":
+        return `The server could not be reached (${when}): these changes were not saved to the server, but this browser kept them.`;
+      case "left":
+        return `You reloaded or left this page (${when}) before these changes were saved: they were not saved to the server, `
+          + "but this browser kept them.";
+      case "conflict":
+        return `These changes (${when}) were not saved to the server because the annotation was changed elsewhere; `
+          + "this browser kept them. Restoring them replaces what the server has.";
+      default:
+        return `This browser kept changes from ${when} that were not saved to the server (the page closed before they were saved).`;
+    }
+  }
 
   // ---------------------------------------------------------------- saving
-  function changed() {
+  function changed({ name = null, typing = false, record = true } = {}) {
+    if (record) recordEdit(name, typing);
     dirty = true;
     storeLocal();
     if (blocked) { reportBlocked(); return; }
@@ -539,6 +818,7 @@ function init(root) {
     if (r.status === 401) {
       blocked = "session";
       reportBlocked();
+      storeLocal();
       showBanner(
         "Your session has expired. Log in again; your changes are kept in this browser and will be offered back when you return.",
         "bad", [link("Log in again", cfg.loginUrl)],
@@ -549,6 +829,7 @@ function init(root) {
       // Logged in again elsewhere (new CSRF token) or lost the role: the page is out of date.
       blocked = "session";
       reportBlocked();
+      storeLocal();
       const d = await readJson(r);
       showBanner(
         `${d.detail || "This page is out of date."} Reload the page; your changes are kept in this browser and will be offered back.`,
@@ -564,6 +845,7 @@ function init(root) {
       }
       blocked = d.code === "closed" ? "closed" : "stale";
       reportBlocked();
+      storeLocal();
       showBanner(d.detail || "This annotation was changed elsewhere. Reload the page.", "bad",
         [button("Reload", () => window.location.reload())]);
       return true;
@@ -574,7 +856,7 @@ function init(root) {
   async function saveDraft() {
     clearTimeout(timer);
     if (!dirty || blocked || !editable) return;
-    const snapshot = JSON.stringify(values);
+    const sent = JSON.stringify(values);
     const { delta, body } = payload();
     setStatus("Saving…");
     let r;
@@ -589,7 +871,8 @@ function init(root) {
       const d = await readJson(r);
       version = d.version;
       backoff = 0;
-      if (JSON.stringify(values) === snapshot) dirty = false;
+      offline = false;
+      if (JSON.stringify(values) === sent) dirty = false;
       storeLocal();
       setStatus(dirty ? "Unsaved changes" : `Saved ${new Date().toLocaleTimeString()}`, dirty ? "warn" : "ok");
       if (d.holds_slot === false) {
@@ -613,11 +896,18 @@ function init(root) {
   }
 
   function retryLater(why) {
+    offline = true;
+    storeLocal();
     backoff = backoff ? Math.min(MAX_BACKOFF_MS, backoff * 2) : 1000;
     setStatus(`Unsaved (${why}) — retrying in ${Math.round(backoff / 1000)} s`, "bad");
     showBanner("Your changes are not saved yet: the server cannot be reached. They are kept in this browser and saving is retried automatically.", "retry");
     clearTimeout(timer);
     timer = setTimeout(() => enqueue(saveDraft), backoff);
+  }
+
+  function autoAdvance() {
+    const box = document.querySelector("#auto-advance input[name=auto_advance]");
+    return Boolean(box && box.checked);
   }
 
   async function submit() {
@@ -633,7 +923,6 @@ function init(root) {
       r = await post(cfg.submitUrl, body);
     } catch {
       activeMs += delta;
-      if (submitBtn) submitBtn.disabled = false;
       setStatus("Not submitted: the server cannot be reached. Try again.", "bad");
       return;
     } finally {
@@ -648,14 +937,20 @@ function init(root) {
       dropLocal();
       showErrors({});
       badge.textContent = "Submitted";
-      if (submitBtn) submitBtn.textContent = "Submit revision";
+      if (submitBtn) submitBtn.firstChild.textContent = "Submit revision ";
       setStatus(`Submitted ${new Date().toLocaleTimeString()}`, "ok");
       // The response says nothing about the other annotators (blindness): whether the item
       // has moved on shows only when a later revision is refused ("closed").
-      showBanner("Submitted. You can revise it until the item has all its annotations.", "ok");
       const skip = document.querySelector(".skip-card");
       if (skip) skip.remove();
       document.body.dispatchEvent(new CustomEvent("annotation-submitted", { bubbles: true }));
+      if (autoAdvance()) {
+        showBanner("Submitted. Opening the next item…", "ok");
+        document.getElementById("next-form").submit();
+        return;
+      }
+      const revise = cfg.audit ? "You can revise it while this audit is open." : "You can revise it until the item has all its annotations.";
+      showBanner(`Submitted. ${revise}`, "ok");
       return;
     }
     activeMs += delta;
@@ -677,17 +972,19 @@ function init(root) {
     // When saving is blocked (expired session, conflict) the banner already says the changes
     // are kept in this browser: no extra "leave page?" prompt on the way to the login page.
     if (dirty && editable && !blocked) {
-      storeLocal();
+      storeLocal(offline ? "offline" : "left");
       e.preventDefault();
       e.returnValue = "";
     }
   });
 
   // ---------------------------------------------------------------- start
+  initWidgets(form, ctx);
   for (const f of fields) writeField(f, values[f.name] ?? absent(f));
-  highlightMention();
+  renderItemText();
   applyVisibility();
-  renderBoxList();
+  lastState = snapshot();
+  layout();
   if (!editable) {
     dropLocal();
     setStatus(status === "skipped" ? "Skipped" : "Read only");
@@ -695,20 +992,18 @@ function init(root) {
     setStatus(status === "submitted" ? "Submitted" : version ? "Saved" : "Not started", "ok");
     const local = readLocal();
     if (local && local.dirty && local.values && !same(local.values, values)) {
-      const when = new Date(local.savedAt || Date.now()).toLocaleString();
-      showBanner(`This browser kept changes from ${when} that were not saved to the server (for example because the session expired).`,
-        "warn", [
-          button("Restore them", () => {
-            values = { ...values, ...local.values };
-            provenance = local.provenance || {};
-            for (const f of fields) writeField(f, values[f.name] ?? absent(f));
-            highlightMention();
-            applyVisibility();
-            hideBanner();
-            changed();
-          }),
-          button("Discard", () => { dropLocal(); hideBanner(); }, true),
-        ]);
+      showBanner(restoreMessage(local), "warn", [
+        button("Restore them", () => {
+          values = { ...values, ...local.values };
+          provenance = local.provenance || {};
+          for (const f of fields) writeField(f, values[f.name] ?? absent(f));
+          renderItemText();
+          applyVisibility();
+          hideBanner();
+          changed({ name: "*restore" });
+        }),
+        button("Discard", () => { dropLocal(); hideBanner(); }, true),
+      ]);
     } else if (local && !local.dirty) {
       dropLocal();
     }
@@ -717,6 +1012,6 @@ function init(root) {
     showBanner("Your claim on this item expired and another annotator took its place. Your draft is kept and still saves, " +
       "but it cannot be submitted unless a place frees up.", "warn");
   }
-  window.addEventListener("resize", () => canvas.render());
+  setCurrent(visibleFields()[0] || null, { focus: !banner.hidden ? false : editable });
   root.classList.add("ready");
 }

@@ -95,6 +95,7 @@ POLICY: dict[str, Policy] = {
     "annotate_skip": Policy(roles(A), P, ids=HELD),
     "audit_home": Policy(roles(U)),
     "audit_item": Policy(roles(U), ids=AUDITED),
+    "audit_next": Policy(roles(U), P),
     "api_annotate_next": Policy(roles(A), P),
     "api_annotate_state": Policy(roles(A), ids=HELD),
     "api_annotate_draft": Policy(roles(A), P, ids=HELD),
@@ -110,6 +111,8 @@ POLICY: dict[str, Policy] = {
     "review_task": Policy(roles(R)),
     "review_draft": Policy(roles(R), P),
     "review_decide": Policy(roles(R), P),
+    # Only the reviewer's own decision (404 for another reviewer's, as for another project's).
+    "review_revise": Policy(roles(R), P),
     "lexicon_page": Policy(roles(L), GP),
     "lexicon_csv": Policy(roles(L)),
     "items_page": Policy(roles(L)),
@@ -184,6 +187,7 @@ DEFAULT_IDS = {
     "provider_id": "provider",
     "pair_id": "pair",
     "kind": "job_kind",
+    "record_id": "gold_decided",
 }
 #: Kwargs that number objects within a project (release v1 of every project): they cannot
 #: name another project's object, so the "foreign ids" request keeps the own value.

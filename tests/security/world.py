@@ -151,6 +151,7 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
     report, _ = agreement_report_request(project=project, filters=dict(DEFAULT_FILTERS), user=u["lead"])
     cjob = candidate_job_start(project=project, user=u["lead"], item_ids=[items["f0"].pk], enqueue=False)
 
+    from adjudication.models import GoldRecord
     from candidates.models import Provider
 
     world = World(project=project, users=u, items=items)
@@ -172,6 +173,7 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
             "export_job": export.pk,
             "provider": Provider.objects.filter(project=project).order_by("id").first().pk,
             "pair": pair.pk,
+            "gold_decided": GoldRecord.objects.get(item=items["d0"]).pk,  # decided by the reviewer
         }
     )
     return world

@@ -1,0 +1,100 @@
+// Near-duplicate review on the keyboard: S same, D different, U undo, J/K (or arrows) to move.
+// Each judgement goes out at once (htmx posts the card's form) and the focus moves to the next
+// pair without waiting for the answer, so judging is as fast as reading.
+import { announcer, isTyping, keysDialog } from "../fields/keys.js";
+
+const list = document.getElementById("pairs");
+if (list) init(list);
+
+function init(list) {
+  const announce = announcer(document.getElementById("nd-live"));
+  const help = keysDialog(document.getElementById("keys-help"), null);
+  const undo = []; // [{id, previous status}]
+  let currentId = null;
+  let reloadWhenIdle = false;
+
+  const cards = () => [...list.querySelectorAll(".nd-pair")];
+  const cardById = (id) => document.getElementById(`pair-${id}`);
+  function current() {
+    return (currentId && cardById(currentId)) || cards()[0] || null;
+  }
+  function setCurrent(card, { focus = true } = {}) {
+    for (const c of list.querySelectorAll(".nd-pair.current")) c.classList.remove("current");
+    if (!card) { currentId = null; return; }
+    currentId = card.id.replace("pair-", "");
+    card.classList.add("current");
+    if (focus) {
+      card.focus({ preventScroll: true });
+      card.scrollIntoView({ block: "nearest" });
+    }
+  }
+  function move(delta) {
+    const all = cards();
+    const at = all.indexOf(current());
+    const next = all[Math.max(0, Math.min(all.length - 1, at + delta))];
+    if (next) setCurrent(next);
+  }
+  // On the "unreviewed" tab the next pair is the next one still unreviewed.
+  function nextAfter(card) {
+    const all = cards();
+    const rest = all.slice(all.indexOf(card) + 1);
+    if (list.dataset.status !== "unreviewed") return rest[0] || null;
+    return rest.find((c) => c.dataset.status === "unreviewed") || null;
+  }
+  function judge(card, decision) {
+    if (!card) return;
+    const btn = card.querySelector(`button[name="decision"][value="${decision}"]`);
+    if (!btn || btn.disabled) { announce(`Already ${decision}`); return; }
+    undo.push({ id: card.id.replace("pair-", ""), previous: card.dataset.status });
+    btn.click();
+    announce(decision === "same" ? "Same meme" : decision === "different" ? "Different" : "Back to unreviewed");
+    const next = nextAfter(card);
+    if (next) setCurrent(next);
+    else if (list.dataset.status === "unreviewed") {
+      // Every pair of this page is judged: the next ones come when the answers are in.
+      reloadWhenIdle = true;
+      announce("Page done: loading the next pairs");
+    }
+  }
+  function undoLast() {
+    const last = undo.pop();
+    if (!last) { announce("Nothing to undo"); return; }
+    const card = cardById(last.id);
+    if (!card) return;
+    const btn = card.querySelector(`button[name="decision"][value="${last.previous}"]`);
+    if (!btn || btn.disabled) { announce("Cannot undo: the pair changed meanwhile"); return; }
+    reloadWhenIdle = false;
+    btn.click();
+    setCurrent(card);
+    announce("Undone");
+  }
+
+  // The server answers each judgement with the pair's card (its state as stored). When every
+  // card of the page shows a judged state, the next unreviewed pairs are loaded.
+  document.body.addEventListener("htmx:afterSettle", () => {
+    if (currentId && cardById(currentId)) cardById(currentId).classList.add("current");
+    if (reloadWhenIdle && cards().every((c) => c.dataset.status !== "unreviewed")) window.location.reload();
+  });
+
+  document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented || help.isOpen() || isTyping(e.target)) return;
+    if (e.ctrlKey || e.altKey || e.metaKey) return;
+    const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+    let done = true;
+    if (k === "s") judge(current(), "same");
+    else if (k === "d") judge(current(), "different");
+    else if (k === "u") undoLast();
+    else if (k === "j" || k === "ArrowDown") move(1);
+    else if (k === "k" || k === "ArrowUp") move(-1);
+    else if (k === "?") help.open();
+    else done = false;
+    if (done) e.preventDefault();
+  });
+  list.addEventListener("focusin", (e) => {
+    const card = e.target.closest(".nd-pair");
+    if (card && card.id !== `pair-${currentId}`) setCurrent(card, { focus: false });
+  });
+  const first = cards().find((c) => c.dataset.status === list.dataset.status) || cards()[0];
+  if (first) setCurrent(first, { focus: false });
+  list.dataset.ready = "1";
+}
