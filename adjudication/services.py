@@ -205,6 +205,39 @@ def item_route(*, item: Item) -> str:
     return ROUTE_ADJUDICATION
 
 
+ROUTE_REFERENCES = "references"
+
+
+def item_keep_references(*, item: Item) -> str:
+    """The last stage of a references workflow is complete: every annotator's value of every
+    field is kept, nothing is adjudicated (MemeCap's captions). Gold holds, per field, the list
+    of submitted values in order of first submission; provenance names the annotations.
+
+    Caller holds the item lock (workflow.services.annotation_submit)."""
+    workflow = item.project.get_workflow()
+    by_stage: dict[int, list[Annotation]] = {}
+    for a in submitted_annotations_for_item(item=item):
+        by_stage.setdefault(a.stage, []).append(a)
+    values, provenance = {}, {}
+    for stage in workflow.stages:
+        kept = by_stage.get(stage.index, [])[: workflow.annotators_for(item, stage.index)]
+        for name in stage.fields:
+            values[name] = [a.values.get(name) for a in kept]
+            provenance[name] = {"source": "references", "stage": stage.name, "annotations": [a.pk for a in kept]}
+    lexicon_version, _ = lexicon_current(project=item.project)
+    _gold_write(
+        item=item,
+        values=values,
+        provenance=provenance,
+        note="",
+        decided_by=None,
+        task=None,
+        lexicon_version=lexicon_version,
+        kind="gold:references",
+    )
+    return ROUTE_REFERENCES
+
+
 def _gold_write(
     *, item: Item, values: dict, provenance: dict, note: str, decided_by, task, lexicon_version, kind: str
 ) -> GoldRecord:

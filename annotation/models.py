@@ -88,11 +88,16 @@ class Annotation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     skip_reason = models.TextField(blank=True, help_text="Why the annotator skipped the item (welfare, unclear, ...).")
+    stage = models.PositiveSmallIntegerField(
+        default=0, help_text="Index of the workflow stage (projects.workflow) the annotation belongs to."
+    )
 
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["item", "annotator", "kind"], name="uniq_annotation_item_annotator_kind"),
+            models.UniqueConstraint(
+                fields=["item", "annotator", "kind", "stage"], name="uniq_annotation_item_annotator_kind_stage"
+            ),
         ]
         indexes = [
             models.Index(fields=["item", "kind", "status"]),
@@ -128,10 +133,13 @@ class Assignment(models.Model):
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
     claimed_at = models.DateTimeField()
     expires_at = models.DateTimeField(null=True, blank=True, help_text="Null: never expires (audit assignments).")
+    stage = models.PositiveSmallIntegerField(default=0, help_text="Workflow stage of the slot.")
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["item", "annotator", "kind"], name="uniq_assignment_item_annotator_kind"),
+            models.UniqueConstraint(
+                fields=["item", "annotator", "kind", "stage"], name="uniq_assignment_item_annotator_kind_stage"
+            ),
         ]
         indexes = [models.Index(fields=["project", "kind", "item"])]
 

@@ -25,6 +25,7 @@ from django.utils import timezone
 from annotation.models import Annotation, AnnotatorPreference, Assignment, Kind, assignment_of, slot_held
 from candidates.selectors import candidates_for_annotator
 from projects.models import Item, Project, Stage
+from projects.workflow import FLAG_REASONS, StageSpec
 
 Status = Annotation.Status
 
@@ -39,6 +40,7 @@ def annotation_get_for_annotator(*, user, project: Project, item_id: Any, kind: 
     annotation = (
         Annotation.objects.select_related("item", "assignment")
         .filter(item__project=project, item_id=pk, annotator=user, kind=kind)
+        .order_by("-stage")  # in a workflow of stages: their part in the latest stage they worked
         .first()
     )
     if annotation is None:
@@ -76,7 +78,14 @@ def holds_slot(annotation: Annotation, *, now: datetime | None = None) -> bool:
 def is_editable(annotation: Annotation) -> bool:
     if annotation.status == Status.SKIPPED:
         return False
-    return annotation.kind == Kind.AUDIT or annotation.item.stage == Stage.ANNOTATING
+    return annotation.kind == Kind.AUDIT or (
+        annotation.item.stage == Stage.ANNOTATING and annotation.item.workflow_stage == annotation.stage
+    )
+
+
+def annotation_schema(annotation: Annotation):
+    """The part of the schema the annotation fills in: its workflow stage's fields."""
+    return annotation.item.project.get_workflow().stage_schema(annotation.stage)
 
 
 def current_values(schema, values: dict | None) -> dict:
@@ -93,7 +102,7 @@ def current_values(schema, values: dict | None) -> dict:
 
 def annotation_state(annotation: Annotation) -> dict:
     """The JSON an annotator's browser gets about their own annotation."""
-    schema = annotation.item.project.get_schema()
+    schema = annotation_schema(annotation)
     return {
         "item_id": annotation.item_id,
         "kind": annotation.kind,
@@ -176,6 +185,15 @@ class CandidateView:
     values: dict
 
 
+@dataclass(frozen=True)
+class EarlierStage:
+    """What a stage shows from an earlier one (MemeCap: the literal caption in round 2): the
+    values only, never who wrote them."""
+
+    label: str
+    fields: list[tuple[str, list[str]]]
+
+
 @dataclass
 class Workspace:
     annotation: Annotation
@@ -183,6 +201,27 @@ class Workspace:
     fields: list[FieldView]
     candidates: list[CandidateView] = field(default_factory=list)
     audit: bool = False
+    stage: StageSpec | None = None
+    stages: int = 1
+    earlier: list[EarlierStage] = field(default_factory=list)
+
+    @property
+    def show_text(self) -> bool:
+        return self.stage is None or self.stage.show_text
+
+    @property
+    def show_title(self) -> bool:
+        return self.stage is None or self.stage.show_title
+
+    @property
+    def image_variant(self) -> str:
+        return self.stage.image if self.stage is not None else "original"
+
+    @property
+    def flags(self) -> list[tuple[str, str]]:
+        if self.audit or self.stage is None:
+            return []
+        return [(key, FLAG_REASONS[key]) for key in self.stage.flags]
 
     @cached_property
     def state(self) -> dict:
@@ -205,16 +244,20 @@ class Workspace:
 
 
 def workspace_for_annotator(*, annotation: Annotation, audit: bool) -> Workspace:
-    """Everything the annotation page shows. Audit mode does not load candidates at all."""
+    """Everything the annotation page shows: the fields of the annotation's workflow stage, what
+    the stage shows from earlier ones, and (unless an audit, or a stage without candidates) the
+    anonymized candidates."""
     item = annotation.item
-    schema = item.project.get_schema()
+    workflow = item.project.get_workflow()
+    stage = workflow.stage(annotation.stage)
+    schema = workflow.stage_schema(stage.index)
     values = {**schema.absent_values(), **current_values(schema, annotation.working_values)}
     fields = [
         field_view(schema, spec, values.get(spec["name"]), visible=schema.is_visible(spec, values))
         for spec in schema.fields
     ]
     candidates: list[CandidateView] = []
-    if not audit:
+    if not audit and stage.candidates:
         for cand in candidates_for_annotator(item=item, user=annotation.annotator):
             shown = [
                 CandidateFieldView(
@@ -228,7 +271,41 @@ def workspace_for_annotator(*, annotation: Annotation, audit: bool) -> Workspace
                 if f.name in cand.fields
             ]
             candidates.append(CandidateView(letter=cand.letter, fields=shown, values={f.name: f.value for f in shown}))
-    return Workspace(annotation=annotation, item=item, fields=fields, candidates=candidates, audit=audit)
+    return Workspace(
+        annotation=annotation,
+        item=item,
+        fields=fields,
+        candidates=candidates,
+        audit=audit,
+        stage=stage,
+        stages=len(workflow.stages),
+        earlier=[] if audit else _earlier_stages(item=item, workflow=workflow, stage=stage),
+    )
+
+
+def _earlier_stages(*, item: Item, workflow, stage) -> list[EarlierStage]:
+    """The submitted values of the earlier stages this stage shows, in order of submission,
+    without their authors (the stage's definition asks for them: projects.workflow)."""
+    if not stage.show_stages:
+        return []
+    rows = (
+        Annotation.objects.filter(item=item, kind=Kind.ANNOTATION, status=Status.SUBMITTED, stage__in=stage.show_stages)
+        .order_by("stage", "first_submitted_at", "id")
+        .values_list("stage", "values")
+    )
+    by_stage: dict[int, list[dict]] = {}
+    for index, values in rows:
+        by_stage.setdefault(index, []).append(values)
+    out = []
+    for index in stage.show_stages:
+        earlier, schema = workflow.stage(index), workflow.stage_schema(index)
+        shown = []
+        for spec in schema.fields:
+            ftype = schema.type_of(spec["name"])
+            texts = [ftype.display_text(spec, v.get(spec["name"])) for v in by_stage.get(index, [])]
+            shown.append((spec.get("label") or spec["name"], texts))
+        out.append(EarlierStage(label=earlier.label, fields=shown))
+    return out
 
 
 #: A BCP 47-looking language tag: only such an item language becomes the text's lang attribute.

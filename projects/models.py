@@ -6,6 +6,7 @@ from django.db.models import Q
 
 from core.models import Job, JobChunk
 from projects.schema import Schema
+from projects.workflow import Workflow
 
 
 class Role(models.TextChoices):
@@ -23,6 +24,9 @@ class Stage(models.TextChoices):
     ADJUDICATION = "adjudication", "In adjudication"
     GOLD = "gold", "Gold"
     EXCLUDED = "excluded", "Excluded"
+
+
+_WORKFLOWS: dict[tuple, Workflow] = {}
 
 
 class Project(models.Model):
@@ -50,6 +54,12 @@ class Project(models.Model):
     )
     split_ratios = models.JSONField(default=list, blank=True, help_text="[train, val, test], default 85/5/10.")
     split_seed = models.IntegerField(default=0)
+    workflow = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Stages as data (projects.workflow): fields, annotators, who, what is shown, gold mode. "
+        "Empty: one stage, every field, adjudicated.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -60,6 +70,26 @@ class Project(models.Model):
 
     def get_schema(self):
         return Schema(self.schema)
+
+    def get_workflow(self) -> Workflow:
+        """The project's workflow, parsed once per distinct settings (claims and saves ask for it
+        on every request)."""
+        key = (
+            self.pk,
+            self.schema_version,
+            repr(self.schema),
+            self.annotators_per_item,
+            repr(self.workflow),
+            repr(self.split_ratios),
+            self.split_seed,
+        )
+        found = _WORKFLOWS.get(key)
+        if found is None:
+            found = Workflow.for_project(self)
+            if len(_WORKFLOWS) > 256:
+                _WORKFLOWS.clear()
+            _WORKFLOWS[key] = found
+        return found
 
 
 class SchemaVersion(models.Model):
@@ -111,6 +141,17 @@ class Item(models.Model):
     )
     metadata = models.JSONField(default=dict, blank=True)
     stage = models.CharField(max_length=20, choices=Stage.choices, default=Stage.NEW, db_index=True)
+    workflow_stage = models.PositiveSmallIntegerField(
+        default=0, help_text="While annotating: the index of the workflow stage the item is in."
+    )
+    split = models.CharField(
+        max_length=5,
+        blank=True,
+        help_text="Split pinned before release (a stage whose annotator count depends on it); releases keep it.",
+    )
+    excluded_reason = models.CharField(
+        max_length=500, blank=True, help_text="Why the item left the dataset (an annotator's flag), if it did."
+    )
     duplicate_of = models.ForeignKey(
         "self",
         null=True,

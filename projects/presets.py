@@ -180,19 +180,70 @@ AHA_SCHEMA = {
 }
 
 MEMECAP_GUIDELINE = """\
-Describe the image literally (what is depicted, without interpretation). List the visual
-metaphors as "vehicle -> meaning" (the element in the image and what it stands for). Write the
-meme caption: what the meme is trying to convey, in one or two sentences.
+Two rounds (MemeCap section 3.2).
+
+Round 1, literal image caption: describe what the picture shows, literally, without
+interpreting it. The text of the meme has been painted out so that it does not steer you;
+ignore any that is left. One or two sentences ("Tom cat is shaking hands with two small cats
+and smiling").
+
+Round 2, meme caption and visual metaphors: you see the meme, its title and the literal
+caption from round 1. First, for each element of the literal caption that is used
+metaphorically, add a pair: the visual element (vehicle, e.g. "Tom cat") and what it stands
+for (meaning, e.g. "the meme poster"). Then write a concise meme caption: what the poster
+wanted to convey, without naming the vehicles (not "Tom").
+
+In either round, flag a meme that is offensive, sexual, hateful or cannot be interpreted: it
+leaves the dataset with your reason.
 """
 
 MEMECAP_SCHEMA = {
     "version": 1,
     "fields": [
         {"name": "image_caption", "type": "text", "label": "Literal image caption", "required": True},
-        {"name": "metaphors", "type": "textlist", "label": "Visual metaphors (vehicle -> meaning)"},
-        {"name": "meme_captions", "type": "textlist", "label": "Meme captions", "required": True},
+        {
+            "name": "metaphors",
+            "type": "pairlist",
+            "label": "Visual metaphors (vehicle → meaning)",
+            "parts": ["vehicle", "meaning"],
+            "max_items": 8,
+        },
+        {"name": "meme_caption", "type": "text", "label": "Meme caption", "required": True},
     ],
 }
+
+MEMECAP_FLAGS = ["offensive", "sexual", "hateful", "uninterpretable"]
+#: The two rounds of MemeCap section 3.2, as data (projects.workflow): different people write
+#: the literal caption (on the text-free image) and the meme captions (seeing title, meme and
+#: the literal caption); one meme caption per train item, two per test item (the paper: 2-4).
+MEMECAP_WORKFLOW = [
+    {
+        "name": "literal",
+        "label": "Literal image caption",
+        "fields": ["image_caption"],
+        "annotators": 1,
+        "image": "textfree",
+        "show_text": False,
+        "show_title": False,
+        "gold": "references",
+        "flags": MEMECAP_FLAGS,
+        "candidates": False,
+        "instructions": "Describe the picture literally; its text was painted out on purpose.",
+    },
+    {
+        "name": "meme",
+        "label": "Meme caption and visual metaphors",
+        "fields": ["metaphors", "meme_caption"],
+        "annotators": {"by": "split", "values": {"train": 1, "val": 1, "test": 2}, "default": 1},
+        "exclude_workers_of": ["literal"],
+        "show_stages": ["literal"],
+        "image": "original",
+        "gold": "references",
+        "flags": MEMECAP_FLAGS,
+        "candidates": False,
+        "instructions": "Pair each metaphorical element with its meaning, then say what the meme means.",
+    },
+]
 
 PRESETS = {
     "meme3w": {
@@ -202,5 +253,10 @@ PRESETS = {
         "lexicon": {"entries": TABLE8_LEXICON, "note": "Seeded from Meme3W Table 8"},
     },
     "aha": {"schema": AHA_SCHEMA, "guideline": AHA_GUIDELINE, "annotators_per_item": 3},
-    "memecap": {"schema": MEMECAP_SCHEMA, "guideline": MEMECAP_GUIDELINE, "annotators_per_item": 2},
+    "memecap": {
+        "schema": MEMECAP_SCHEMA,
+        "guideline": MEMECAP_GUIDELINE,
+        "annotators_per_item": 1,
+        "workflow": MEMECAP_WORKFLOW,
+    },
 }

@@ -8,13 +8,15 @@ from projects import hooks
 from projects.models import Item, Membership, Project, Role, SchemaVersion, WorkerHeartbeat
 from projects.presets import PRESETS
 from projects.schema import Schema
+from projects.workflow import Workflow
 
 
 def project_create(*, name: str, slug: str, preset: str, lead=None, annotators_per_item: int | None = None) -> Project:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r} (known: {', '.join(PRESETS)})")
     conf = PRESETS[preset]
-    Schema(conf["schema"])  # a preset that does not validate is a bug: fail loudly here
+    # A preset that does not validate is a bug: fail loudly here.
+    Workflow.from_data(conf.get("workflow"), schema=Schema(conf["schema"]))
     with transaction.atomic():
         project = Project.objects.create(
             name=name,
@@ -25,6 +27,7 @@ def project_create(*, name: str, slug: str, preset: str, lead=None, annotators_p
             guideline=conf["guideline"],
             annotators_per_item=annotators_per_item or conf["annotators_per_item"],
             split_ratios=[0.85, 0.05, 0.10],
+            workflow=conf.get("workflow", []),
         )
         SchemaVersion.objects.create(project=project, version=project.schema_version, schema=project.schema)
         if lead is not None:

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.response import Response
 
 from annotation.apis import OwnAnnotationApi, SaveInput, SaveOutput, save_output
 from annotation.models import Kind
 from core.apis import ErrorOutput
-from workflow.services import annotation_submit
+from projects.workflow import FLAG_REASONS
+from workflow.services import annotation_submit, item_flag
 
 
 class AnnotationSubmitApi(OwnAnnotationApi):
@@ -26,3 +28,28 @@ class AnnotationSubmitApi(OwnAnnotationApi):
         data.is_valid(raise_exception=True)
         result = annotation_submit(annotator=request.user, item=annotation.item, kind=kind, **data.validated_data)
         return Response(SaveOutput(save_output(result)).data)
+
+
+class FlagInput(serializers.Serializer):
+    reason = serializers.ChoiceField(choices=sorted(FLAG_REASONS), help_text="One the item's stage offers.")
+    note = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
+
+
+class AnnotationFlagApi(OwnAnnotationApi):
+    """Flag the item you hold: it leaves the dataset with the reason (MemeCap's exclusions)."""
+
+    @extend_schema(
+        request=FlagInput,
+        responses={
+            200: inline_serializer("FlagOutput", {"status": serializers.CharField()}),
+            400: ErrorOutput,
+            404: ErrorOutput,
+            409: ErrorOutput,
+        },
+    )
+    def post(self, request, slug, item_id):
+        annotation = self._annotation(request, slug, item_id)
+        data = FlagInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        item_flag(annotator=request.user, item=annotation.item, **data.validated_data)
+        return Response({"status": "excluded"})

@@ -11,9 +11,15 @@ from typing import Any
 
 from django.db import transaction
 
-from adjudication.services import item_route
+from adjudication.services import history_record, item_keep_references, item_route
 from annotation.models import Kind
-from annotation.services import SaveResult, annotation_submit_record, assignments_release
+from annotation.services import (
+    SaveResult,
+    annotation_flag_record,
+    annotation_submit_record,
+    assignments_release,
+    item_stage_advance,
+)
 from projects.models import Item
 
 
@@ -47,6 +53,36 @@ def annotation_submit(
             kind=kind,
         )
         if result.completed:
-            result.routed_to = item_route(item=result.annotation.item)
-            assignments_release(item=result.annotation.item)
+            result.routed_to = _route(result.annotation.item)
     return result
+
+
+def _route(item: Item) -> str:
+    """The item's stage is complete: on to the next stage (projects.workflow), or, after the
+    last, to gold -- kept references, or compared and adjudicated."""
+    workflow = item.project.get_workflow()
+    if item.workflow_stage < workflow.last:
+        stage = item_stage_advance(item=item)
+        history_record(project=item.project, item=item, kind="stage", new={"stage": workflow.stage(stage).name})
+        return f"stage:{workflow.stage(stage).name}"
+    if workflow.stage(item.workflow_stage).gold == "references":
+        routed = item_keep_references(item=item)
+    else:
+        routed = item_route(item=item)
+    assignments_release(item=item)
+    return routed
+
+
+def item_flag(*, annotator, item: Item, reason: str, note: str = "") -> None:
+    """An annotator sends the item they hold out of the dataset with a reason (MemeCap: offensive,
+    sexual, hateful or uninterpretable); the reason is recorded in the item's history and shown
+    in the datasheet's exclusion counts. The annotator learns nothing about other annotators."""
+    with transaction.atomic():
+        annotation = annotation_flag_record(annotator=annotator, item=item, reason=reason, note=note)
+        history_record(
+            project=annotation.item.project,
+            item=annotation.item,
+            kind="excluded",
+            actor=annotator,
+            new={"reason": annotation.item.excluded_reason, "stage": annotation.stage},
+        )

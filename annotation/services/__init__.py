@@ -20,6 +20,7 @@ from annotation.services.claims import (  # noqa: F401
     ClaimResult,
     annotation_open,
     assignment_claim_next,
+    slots_of,
 )
 from annotation.services.saves import (  # noqa: F401
     MAX_ACTIVE_MS_PER_SAVE,
@@ -30,10 +31,12 @@ from annotation.services.saves import (  # noqa: F401
     NotAssigned,
     SaveResult,
     SlotTaken,
+    annotation_flag_record,
     annotation_save_draft,
     annotation_skip,
     annotation_submit_record,
     assignments_release,
+    item_stage_advance,
 )
 from annotation.services.welfare import (  # noqa: F401
     annotator_preference_update,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Case, Count, IntegerField, Q, Value, When
+from django.db.models import Case, Count, F, IntegerField, Q, Value, When
 from django.utils import timezone
 
 from annotation.models import (
@@ -47,13 +47,19 @@ class ClaimResult:
 # --------------------------------------------------------------------------- slots
 
 
-def _item_rows(*, item_id: int, kind: str) -> list[tuple]:
-    """(annotator_id, annotation status, assignment status, expires_at) of every annotation of the item."""
+def _item_rows(*, item_id: int, kind: str, stage: int = 0) -> list[tuple]:
+    """(annotator_id, annotation status, assignment status, expires_at) of every annotation of
+    the item in one workflow stage."""
     return list(
-        Annotation.objects.filter(item_id=item_id, kind=kind).values_list(
+        Annotation.objects.filter(item_id=item_id, kind=kind, stage=stage).values_list(
             "annotator_id", "status", "assignment__status", "assignment__expires_at"
         )
     )
+
+
+def slots_of(item: Item, stage: int) -> int:
+    """How many annotators work ``item`` in workflow ``stage`` (projects.workflow)."""
+    return item.project.get_workflow().annotators_for(item, stage)
 
 
 def _held_by_others(rows: list[tuple], *, annotator_id: int, now) -> int:
@@ -72,17 +78,32 @@ def _lock_item(item_id: int) -> Item | None:
 
 
 def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:
-    """Under the item's row lock: give ``annotator`` a slot of ``item`` if one is free and they never had the item."""
+    """Under the item's row lock: give ``annotator`` a slot of ``item`` in its current workflow
+    stage if one is free, they never had the item in that stage, and the stage does not exclude
+    the people who worked an earlier one (MemeCap: round 2 by other annotators than round 1)."""
     project = item.project
-    rows = _item_rows(item_id=item.pk, kind=Kind.ANNOTATION)
+    workflow = project.get_workflow()
+    stage = workflow.stage(item.workflow_stage)
+    rows = _item_rows(item_id=item.pk, kind=Kind.ANNOTATION, stage=stage.index)
     if any(uid == annotator.pk for uid, *_ in rows):
         return None
-    if _held_by_others(rows, annotator_id=annotator.pk, now=now) >= project.annotators_per_item:
+    if (
+        stage.exclude_workers_of
+        and Annotation.objects.filter(
+            item=item, annotator=annotator, kind=Kind.ANNOTATION, stage__in=stage.exclude_workers_of
+        ).exists()
+    ):
+        return None
+    if workflow.needs_split() and not item.split:
+        item.split = workflow.split_for(item)  # pinned: the release keeps it (projects.workflow)
+        Item.objects.filter(pk=item.pk, split="").update(split=item.split)
+    if _held_by_others(rows, annotator_id=annotator.pk, now=now) >= workflow.annotators_for(item, stage.index):
         return None
     annotation = Annotation.objects.create(
         item=item,
         annotator=annotator,
         kind=Kind.ANNOTATION,
+        stage=stage.index,
         status=Status.DRAFT,
         schema_version=project.schema_version,
     )
@@ -92,6 +113,7 @@ def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:
         annotator=annotator,
         annotation=annotation,
         kind=Kind.ANNOTATION,
+        stage=stage.index,
         status=Assignment.Status.ACTIVE,
         claimed_at=now,
         expires_at=_expiry(project, now),
@@ -110,7 +132,7 @@ def _reclaim_locked(*, annotation: Annotation, rows: list[tuple], now) -> bool:
     if assignment is not None and assignment.status == Assignment.Status.SUBMITTED:
         return True
     held = _held_by_others(rows, annotator_id=annotation.annotator_id, now=now)
-    if held >= item.project.annotators_per_item:
+    if held >= slots_of(item, annotation.stage):
         return False
     expires = _expiry(item.project, now)
     if assignment is None:
@@ -120,6 +142,7 @@ def _reclaim_locked(*, annotation: Annotation, rows: list[tuple], now) -> bool:
             annotator_id=annotation.annotator_id,
             annotation=annotation,
             kind=annotation.kind,
+            stage=annotation.stage,
             status=Assignment.Status.ACTIVE,
             claimed_at=now,
             expires_at=expires,
@@ -137,25 +160,34 @@ def _reclaim_locked(*, annotation: Annotation, rows: list[tuple], now) -> bool:
     return True
 
 
-def _mine(annotator):
-    return Annotation.objects.filter(annotator=annotator, kind=Kind.ANNOTATION).values("item_id")
+def _mine(annotator, stages: tuple[int, ...]):
+    """Items the annotator worked in these stages: never handed to them again there."""
+    return Annotation.objects.filter(annotator=annotator, kind=Kind.ANNOTATION, stage__in=stages).values("item_id")
 
 
-def _partial_query(*, project: Project, annotator, now, tried: set[int], skip_locked: bool):
-    """Items others started and that still have a free slot, most slots held first (locking query).
+def _partial_query(*, project: Project, annotator, now, tried: set[int], skip_locked: bool, stage):
+    """Items of ``stage`` others started and that still have a free slot, most slots held first
+    (locking query).
 
     The list comes from the assignment table, which holds items in flight only (a routed
     item's assignments are deleted), so its cost follows the number of people at work, not
-    the project size.
+    the project size. With a count that varies per item, the largest one filters here and
+    _claim_locked applies the item's own.
     """
     live = Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.ACTIVE, expires_at__gt=now)
     ids = list(
-        Assignment.objects.filter(project=project, kind=Kind.ANNOTATION, item__stage=Stage.ANNOTATING)
-        .exclude(item_id__in=_mine(annotator))
+        Assignment.objects.filter(
+            project=project,
+            kind=Kind.ANNOTATION,
+            stage=stage.index,
+            item__stage=Stage.ANNOTATING,
+            item__workflow_stage=stage.index,
+        )
+        .exclude(item_id__in=_mine(annotator, (stage.index, *stage.exclude_workers_of)))
         .exclude(item_id__in=tried)
         .values("item_id")
         .annotate(held=Count("id", filter=live))
-        .filter(held__lt=project.annotators_per_item)
+        .filter(held__lt=stage.annotators_range()[1])
         .order_by("-held", "item_id")
         .values_list("item_id", flat=True)[:PARTIAL_CANDIDATES]
     )
@@ -164,18 +196,18 @@ def _partial_query(*, project: Project, annotator, now, tried: set[int], skip_lo
     rank = Case(*[When(pk=pk, then=Value(i)) for i, pk in enumerate(ids)], output_field=IntegerField())
     return (
         Item.objects.select_for_update(skip_locked=skip_locked, of=("self",))
-        .filter(pk__in=ids, stage=Stage.ANNOTATING)
+        .filter(pk__in=ids, stage=Stage.ANNOTATING, workflow_stage=stage.index)
         .order_by(rank)
     )
 
 
-def _fresh_query(*, project: Project, annotator, now, tried: set[int], skip_locked: bool):
-    """Untouched items (no assignment), oldest first (locking query)."""
+def _fresh_query(*, project: Project, annotator, now, tried: set[int], skip_locked: bool, stage):
+    """Untouched items of ``stage`` (no assignment), oldest first (locking query)."""
     return (
         Item.objects.select_for_update(skip_locked=skip_locked, of=("self",))
-        .filter(project=project, stage=Stage.ANNOTATING)
+        .filter(project=project, stage=Stage.ANNOTATING, workflow_stage=stage.index)
         .exclude(assignments__kind=Kind.ANNOTATION)
-        .exclude(pk__in=_mine(annotator))
+        .exclude(pk__in=_mine(annotator, (stage.index, *stage.exclude_workers_of)))
         .exclude(pk__in=tried)
         .order_by("id")  # with fresh statistics PostgreSQL walks the primary key and stops early
     )
@@ -201,43 +233,50 @@ def assignment_claim_next(*, annotator, project: Project) -> ClaimResult:
             kind=Kind.ANNOTATION,
             status=Assignment.Status.ACTIVE,
             item__stage=Stage.ANNOTATING,
+            item__workflow_stage=F("stage"),
             annotation__status=Status.DRAFT,
         )
         .order_by("claimed_at", "id")
-        .values_list("item_id", "expires_at")[:20]
+        .values_list("item_id", "expires_at", "stage")[:20]
     )
-    for item_id, expires_at in own:
+    for item_id, expires_at, stage in own:
         if expires_at is None or expires_at > now:
             return ClaimResult(
-                "resumed", Annotation.objects.get(item_id=item_id, annotator=annotator, kind=Kind.ANNOTATION)
+                "resumed",
+                Annotation.objects.get(item_id=item_id, annotator=annotator, kind=Kind.ANNOTATION, stage=stage),
             )
-    for item_id, _ in own:
+    for item_id, _, stage in own:
         with transaction.atomic():
             item = _lock_item(item_id)
-            if item is None or item.stage != Stage.ANNOTATING:
+            if item is None or item.stage != Stage.ANNOTATING or item.workflow_stage != stage:
                 continue
             annotation = (
                 Annotation.objects.select_related("assignment")
-                .filter(item=item, annotator=annotator, kind=Kind.ANNOTATION)
+                .filter(item=item, annotator=annotator, kind=Kind.ANNOTATION, stage=stage)
                 .first()
             )
             if annotation is None or annotation.status != Status.DRAFT:
                 continue
             annotation.item = item
-            if _reclaim_locked(annotation=annotation, rows=_item_rows(item_id=item.pk, kind=Kind.ANNOTATION), now=now):
+            rows = _item_rows(item_id=item.pk, kind=Kind.ANNOTATION, stage=stage)
+            if _reclaim_locked(annotation=annotation, rows=rows, now=now):
                 return ClaimResult("resumed", annotation)
 
     if project.session_item_cap and session_count(user=annotator, project=project) >= project.session_item_cap:
         return ClaimResult("break")
 
     tried: set[int] = set()
+    # Later stages first: items already under way finish before new ones start.
+    stages = list(reversed(project.get_workflow().stages))
     # First pass: SKIP LOCKED, so concurrent claimers spread over different items. Second pass:
     # items still available were only skipped because someone held their lock for a moment;
     # wait for it (a claim transaction lasts milliseconds) instead of answering "empty".
     for skip_locked in (True, False):
-        for query in (_partial_query, _fresh_query):
+        for stage, query in ((s, q) for s in stages for q in (_partial_query, _fresh_query)):
             for _ in range(CLAIM_TRIES):
-                qs = query(project=project, annotator=annotator, now=now, tried=tried, skip_locked=skip_locked)
+                qs = query(
+                    project=project, annotator=annotator, now=now, tried=tried, skip_locked=skip_locked, stage=stage
+                )
                 if qs is None:
                     break
                 with transaction.atomic():
@@ -270,12 +309,19 @@ def annotation_open(*, annotation: Annotation) -> Annotation:
         and annotation.kind == Kind.ANNOTATION
         and annotation.status == Status.DRAFT
         and annotation.item.stage == Stage.ANNOTATING
+        and annotation.item.workflow_stage == annotation.stage
     ):
         with transaction.atomic():
             item = _lock_item(annotation.item_id) or annotation.item
             annotation.item = item
-            holds = item.stage == Stage.ANNOTATING and _reclaim_locked(
-                annotation=annotation, rows=_item_rows(item_id=item.pk, kind=annotation.kind), now=now
+            holds = (
+                item.stage == Stage.ANNOTATING
+                and item.workflow_stage == annotation.stage
+                and _reclaim_locked(
+                    annotation=annotation,
+                    rows=_item_rows(item_id=item.pk, kind=annotation.kind, stage=annotation.stage),
+                    now=now,
+                )
             )
     annotation.holds_slot = holds
     return annotation

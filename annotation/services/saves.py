@@ -19,7 +19,7 @@ from annotation.models import (
     Kind,
     assignment_of,
 )
-from annotation.services.claims import _lock_item, _reclaim_locked
+from annotation.services.claims import _lock_item, _reclaim_locked, slots_of
 from candidates.selectors import candidate_id_for_letter, candidates_for_annotator
 from core.errors import Conflict, Invalid, NotFound, StaleVersion
 from projects.models import Item, Stage
@@ -171,8 +171,9 @@ def _load_for_write(*, annotator, item: Item, kind: str):
     locked = _lock_item(item.pk)
     if locked is None:
         raise NotAssigned("This item does not exist any more.")
+    stage = locked.workflow_stage if kind == Kind.ANNOTATION else 0
     annotation, rows = None, []
-    for a in Annotation.objects.filter(item=locked, kind=kind).select_related("assignment"):
+    for a in Annotation.objects.filter(item=locked, kind=kind, stage=stage).select_related("assignment"):
         assignment = assignment_of(a)
         rows.append(
             (
@@ -185,6 +186,8 @@ def _load_for_write(*, annotator, item: Item, kind: str):
         if a.annotator_id == annotator.pk:
             annotation = a
     if annotation is None:
+        if Annotation.objects.filter(item=locked, kind=kind, annotator=annotator).exists():
+            raise ItemClosed("This item has moved on to its next stage: your part of it can no longer be changed.")
         raise NotAssigned("This item is not assigned to you.")
     annotation.item = locked
     annotation.annotator = annotator
@@ -268,7 +271,7 @@ def annotation_save_draft(
     with transaction.atomic():
         annotation, rows = _load_for_write(annotator=annotator, item=item, kind=kind)
         _check_writable(annotation, version)
-        schema = annotation.item.project.get_schema()
+        schema = annotation.item.project.get_workflow().stage_schema(annotation.stage)
         clean = _clean_draft_values(schema, values)
         prov = _resolve_provenance(schema=schema, annotation=annotation, values=clean, provenance=provenance)
         holds = True
@@ -311,7 +314,7 @@ def annotation_submit_record(
         annotation, rows = _load_for_write(annotator=annotator, item=item, kind=kind)
         _check_writable(annotation, version)
         project = annotation.item.project
-        schema = project.get_schema()
+        schema = project.get_workflow().stage_schema(annotation.stage)
         if not isinstance(values, dict):
             raise Invalid("The annotation must be an object of fields.", errors={"__all__": "must be an object"})
         result = schema.validate(schema.clear_hidden(values), item_text=annotation.item.text)
@@ -343,7 +346,7 @@ def annotation_submit_record(
         if kind == Kind.ANNOTATION:
             Assignment.objects.filter(pk=annotation.assignment.pk).update(status=Assignment.Status.SUBMITTED)
             submitted = sum(1 for uid, st, *_ in rows if uid != annotator.pk and st == Status.SUBMITTED) + 1
-            completed = not was_submitted and submitted >= project.annotators_per_item
+            completed = not was_submitted and submitted >= slots_of(annotation.item, annotation.stage)
     return SaveResult(annotation=annotation, holds_slot=True, completed=completed)
 
 
@@ -351,6 +354,41 @@ def assignments_release(*, item: Item) -> None:
     """The slots matter only while the item is annotated (keeps "next" bounded): drop them once
     it has been routed. Caller holds the item lock (workflow.services.annotation_submit)."""
     Assignment.objects.filter(item=item, kind=Kind.ANNOTATION).delete()
+
+
+def item_stage_advance(*, item: Item) -> int:
+    """Every annotator of the item's stage submitted and a later stage follows: the item moves
+    on to it (its slots are released; the next stage's annotators claim it afresh). Caller
+    holds the item lock. Returns the new stage index."""
+    stage = item.workflow_stage + 1
+    Item.objects.filter(pk=item.pk).update(workflow_stage=stage)
+    item.workflow_stage = stage
+    assignments_release(item=item)
+    return stage
+
+
+def annotation_flag_record(*, annotator, item: Item, reason: str, note: str = "") -> Annotation:
+    """An annotator flags the item they hold (a reason the stage offers: offensive, sexual,
+    hateful, uninterpretable): the item leaves the dataset with the reason recorded. The
+    caller (workflow.services.item_flag) records the history event."""
+    note = (note or "").strip()[:300]
+    with transaction.atomic():
+        annotation, _ = _load_for_write(annotator=annotator, item=item, kind=Kind.ANNOTATION)
+        locked = annotation.item
+        if locked.stage != Stage.ANNOTATING:
+            raise ItemClosed("This item has left annotation: it can no longer be flagged.")
+        stage = locked.project.get_workflow().stage(annotation.stage)
+        if reason not in stage.flags:
+            raise Invalid(
+                "Choose one of the reasons offered.", errors={"reason": f"one of {', '.join(stage.flags) or 'none'}"}
+            )
+        text = f"{reason}: {note}" if note else reason
+        Annotation.objects.filter(pk=annotation.pk).update(status=Status.SKIPPED, skip_reason=f"flagged {text}")
+        Item.objects.filter(pk=locked.pk).update(stage=Stage.EXCLUDED, excluded_reason=text[:500])
+        locked.stage, locked.excluded_reason = Stage.EXCLUDED, text[:500]
+        Assignment.objects.filter(item=locked).delete()
+        annotation.status = Status.SKIPPED
+    return annotation
 
 
 def annotation_skip(*, annotator, item: Item, reason: str, note: str = "", kind: str = Kind.ANNOTATION) -> Annotation:

@@ -93,6 +93,8 @@ POLICY: dict[str, Policy] = {
     "annotate_preferences": Policy(roles(A, U), P),
     "annotate_item": Policy(roles(A), ids=HELD),
     "annotate_skip": Policy(roles(A), P, ids=HELD),
+    "annotate_flag": Policy(roles(A), P, ids=HELD),
+    "api_annotate_flag": Policy(roles(A), P, ids=HELD),
     "audit_home": Policy(roles(U)),
     "audit_item": Policy(roles(U), ids=AUDITED),
     "audit_next": Policy(roles(U), P),

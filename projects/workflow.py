@@ -1,0 +1,304 @@
+"""A project's workflow: an ordered list of stages, as data (SPEC section 7; issue 14).
+
+Each stage owns a part of the schema (its ``fields``), how many annotators work an item in it
+(a number, or one per split / per metadata value: MemeCap collects one meme caption for train
+items and 2-4 for test items), who may work it (annotators, and "not the people who worked
+stage k"), what its page shows (the image or its text-free variant, the item text, the title,
+the values written in earlier stages), which flags send an item out of the dataset, and how its
+results become gold:
+
+- ``adjudicate``: the annotators' records are compared, identical or auto-merged ones become
+  gold, the rest go to a reviewer (Meme3W, AHA). Only a one-stage workflow adjudicates: a
+  later stage would otherwise build on values nobody has settled yet.
+- ``references``: nothing is adjudicated; every annotator's value is kept and exported as a
+  list of references (MemeCap's captions, each with its pseudonymous annotator).
+
+A project without a ``workflow`` has one stage: every field, ``annotators_per_item``
+annotators, adjudicated, candidates shown -- exactly the one-round behaviour of before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from projects.fieldtypes import SchemaError
+from projects.schema import Schema
+
+GOLD_MODES = ("adjudicate", "references")
+IMAGES = ("original", "textfree")
+#: Reasons an annotator may give for sending an item out of the dataset (MemeCap section 3.2:
+#: "memes that workers in each of the rounds marked as offensive, sexual, hateful, or
+#: uninterpretable" are excluded). A stage lists the ones it offers.
+FLAG_REASONS = {
+    "offensive": "Offensive",
+    "sexual": "Sexual content",
+    "hateful": "Hateful",
+    "uninterpretable": "Cannot be interpreted",
+}
+SPLIT_NAMES = ("train", "val", "test")
+MAX_STAGES = 8
+MAX_ANNOTATORS = 20
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    index: int
+    name: str
+    label: str
+    fields: tuple[str, ...]
+    #: an int, or {"by": "split" | "metadata", "key"?: str, "values": {value: n}, "default": n}
+    annotators: Any
+    exclude_workers_of: tuple[int, ...] = ()
+    image: str = "original"
+    show_text: bool = True
+    show_title: bool = True
+    show_stages: tuple[int, ...] = ()
+    gold: str = "adjudicate"
+    flags: tuple[str, ...] = ()
+    candidates: bool = True
+    instructions: str = ""
+
+    @property
+    def varies(self) -> bool:
+        return isinstance(self.annotators, dict)
+
+    def annotators_range(self) -> tuple[int, int]:
+        if not self.varies:
+            return self.annotators, self.annotators
+        values = [*self.annotators["values"].values(), self.annotators["default"]]
+        return min(values), max(values)
+
+
+@dataclass
+class Workflow:
+    stages: list[StageSpec]
+    schema: Schema
+    split_ratios: tuple[float, float, float] = (0.85, 0.05, 0.10)
+    split_seed: int = 0
+    _schemas: dict = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------ construction
+
+    @classmethod
+    def for_project(cls, project) -> Workflow:
+        ratios = tuple(project.split_ratios) if project.split_ratios else (0.85, 0.05, 0.10)
+        return cls.from_data(
+            project.workflow or None,
+            schema=project.get_schema(),
+            annotators_per_item=project.annotators_per_item,
+            split_ratios=ratios,
+            split_seed=project.split_seed,
+        )
+
+    @classmethod
+    def from_data(
+        cls,
+        data: list | None,
+        *,
+        schema: Schema,
+        annotators_per_item: int = 2,
+        split_ratios=(0.85, 0.05, 0.10),
+        split_seed: int = 0,
+    ) -> Workflow:
+        """The workflow described by ``data`` (a list of stage objects), or the one-stage default
+        when ``data`` is empty. Raises SchemaError naming the stage and the rule."""
+        if not data:
+            stage = StageSpec(0, "annotate", "Annotate", tuple(schema.names), int(annotators_per_item))
+            return cls([stage], schema, tuple(split_ratios), split_seed)
+        if not isinstance(data, list) or len(data) > MAX_STAGES:
+            raise SchemaError(f"a workflow is a list of 1 to {MAX_STAGES} stages")
+        stages: list[StageSpec] = []
+        seen_fields: dict[str, str] = {}
+        names: dict[str, int] = {}
+        for index, raw in enumerate(data):
+            stages.append(_stage(index, raw, schema=schema, names=names, seen_fields=seen_fields))
+            names[stages[-1].name] = index
+        missing = [n for n in schema.names if n not in seen_fields]
+        if missing:
+            raise SchemaError(f"field(s) {', '.join(missing)} belong to no stage")
+        if len(stages) > 1 and any(s.gold == "adjudicate" for s in stages):
+            raise SchemaError(
+                "a workflow of several stages keeps references in every stage (gold: references): "
+                "a later stage cannot build on values nobody has adjudicated yet"
+            )
+        return cls(stages, schema, tuple(split_ratios), split_seed)
+
+    # ------------------------------------------------------------ questions
+
+    @property
+    def multi(self) -> bool:
+        return len(self.stages) > 1
+
+    @property
+    def last(self) -> int:
+        return len(self.stages) - 1
+
+    def stage(self, index: int) -> StageSpec:
+        return self.stages[min(max(int(index), 0), self.last)]
+
+    def stage_of_field(self, name: str) -> StageSpec:
+        return next(s for s in self.stages if name in s.fields)
+
+    def reference_fields(self) -> list[str]:
+        return [n for s in self.stages if s.gold == "references" for n in s.fields]
+
+    def stage_schema(self, index: int) -> Schema:
+        """The part of the schema a stage's annotators fill in (visible_if and links stay inside it)."""
+        if not self.multi:
+            return self.schema
+        if index not in self._schemas:
+            wanted = set(self.stage(index).fields)
+            self._schemas[index] = Schema(
+                {"version": self.schema.version, "fields": [s for s in self.schema.fields if s["name"] in wanted]}
+            )
+        return self._schemas[index]
+
+    def annotators_for(self, item, index: int) -> int:
+        """How many annotators work ``item`` in stage ``index`` (its split or metadata decides
+        when the stage says so; the split is the one pinned on the item, see split_for)."""
+        spec = self.stage(index)
+        if not spec.varies:
+            return spec.annotators
+        rule = spec.annotators
+        if rule["by"] == "split":
+            key = item.split or self.split_for(item)
+        else:
+            key = (item.metadata or {}).get(rule["key"])
+        return int(rule["values"].get(str(key) if key is not None else None, rule["default"]))
+
+    def split_for(self, item) -> str:
+        """The split an item gets when a stage needs it before the release: drawn from the
+        project's ratios and seed by a hash of the item's import key (stable across machines),
+        pinned on the item by the caller and kept by every release."""
+        digest = hashlib.blake2b(f"{self.split_seed}:{item.import_key}".encode(), digest_size=8).digest()
+        u = int.from_bytes(digest, "big") / 2**64
+        total = sum(self.split_ratios) or 1.0
+        edge = 0.0
+        for name, ratio in zip(SPLIT_NAMES, self.split_ratios):
+            edge += ratio / total
+            if u < edge:
+                return name
+        return SPLIT_NAMES[-1]
+
+    def needs_split(self) -> bool:
+        return any(s.varies and s.annotators["by"] == "split" for s in self.stages)
+
+
+def _stage(index: int, raw: Any, *, schema: Schema, names: dict[str, int], seen_fields: dict[str, str]) -> StageSpec:
+    if not isinstance(raw, dict):
+        raise SchemaError(f"stage {index + 1} must be an object")
+    name = raw.get("name")
+    where = f"stage {index + 1}" + (f" ({name})" if isinstance(name, str) else "")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise SchemaError(f"{where}: name must be lower-case letters, digits and _")
+    if name in names:
+        raise SchemaError(f"{where}: another stage has this name")
+    known = {
+        "name",
+        "label",
+        "fields",
+        "annotators",
+        "exclude_workers_of",
+        "image",
+        "show_text",
+        "show_title",
+        "show_stages",
+        "gold",
+        "flags",
+        "candidates",
+        "instructions",
+    }
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise SchemaError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    fields = raw.get("fields")
+    if not isinstance(fields, list) or not fields or not all(isinstance(f, str) for f in fields):
+        raise SchemaError(f"{where}: fields must list the schema fields the stage fills in")
+    for f in fields:
+        if f not in schema.by_name:
+            raise SchemaError(f"{where}: {f!r} is not a field of the schema")
+        if f in seen_fields:
+            raise SchemaError(f"{where}: {f!r} is already filled in by stage {seen_fields[f]}")
+        seen_fields[f] = name
+        spec = schema.by_name[f]
+        for key in ("visible_if", "link_to"):
+            target = spec.get(key)
+            target = target.get("field") if isinstance(target, dict) else target
+            if target and target not in fields:
+                raise SchemaError(f"{where}: {f!r} depends on {target!r} ({key}), which must be in the same stage")
+    if raw.get("show_text", True) is False:
+        spans = [f for f in fields if schema.by_name[f]["type"] == "span"]
+        if spans:
+            raise SchemaError(f"{where}: {spans[0]!r} is selected in the item text, which this stage hides")
+    annotators = _annotators(raw.get("annotators", 1), where)
+    refs = {}
+    for key in ("exclude_workers_of", "show_stages"):
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SchemaError(f"{where}: {key} must list names of earlier stages")
+        for v in value:
+            if v not in names:
+                raise SchemaError(f"{where}: {key} names {v!r}, which is not an earlier stage")
+        refs[key] = tuple(names[v] for v in value)
+    image = raw.get("image", "original")
+    if image not in IMAGES:
+        raise SchemaError(f"{where}: image must be one of {', '.join(IMAGES)}")
+    gold = raw.get("gold", "adjudicate")
+    if gold not in GOLD_MODES:
+        raise SchemaError(f"{where}: gold must be one of {', '.join(GOLD_MODES)}")
+    flags = raw.get("flags", [])
+    if not isinstance(flags, list) or any(f not in FLAG_REASONS for f in flags):
+        raise SchemaError(f"{where}: flags must be among {', '.join(FLAG_REASONS)}")
+    for key in ("show_text", "show_title", "candidates"):
+        if not isinstance(raw.get(key, True), bool):
+            raise SchemaError(f"{where}: {key} must be true or false")
+    label = raw.get("label", name.replace("_", " ").capitalize())
+    instructions = raw.get("instructions", "")
+    if not isinstance(label, str) or len(label) > 120 or not isinstance(instructions, str) or len(instructions) > 4000:
+        raise SchemaError(f"{where}: label (<= 120 characters) and instructions (<= 4,000) must be text")
+    return StageSpec(
+        index=index,
+        name=name,
+        label=label,
+        fields=tuple(fields),
+        annotators=annotators,
+        exclude_workers_of=refs["exclude_workers_of"],
+        image=image,
+        show_text=raw.get("show_text", True),
+        show_title=raw.get("show_title", True),
+        show_stages=refs["show_stages"],
+        gold=gold,
+        flags=tuple(flags),
+        candidates=raw.get("candidates", index == 0),
+        instructions=instructions,
+    )
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ANNOTATORS:
+        raise SchemaError(f"{where}: annotators must be a whole number from 1 to {MAX_ANNOTATORS}")
+    return value
+
+
+def _annotators(value: Any, where: str) -> Any:
+    if not isinstance(value, dict):
+        return _count(value, where)
+    by = value.get("by")
+    if by not in ("split", "metadata"):
+        raise SchemaError(f"{where}: annotators by 'split' or 'metadata'")
+    if by == "metadata" and not (isinstance(value.get("key"), str) and value["key"]):
+        raise SchemaError(f"{where}: annotators by metadata need the metadata key")
+    values = value.get("values")
+    if not isinstance(values, dict) or not values:
+        raise SchemaError(f"{where}: annotators.values maps each {by} value to a number")
+    if by == "split" and set(values) - set(SPLIT_NAMES):
+        raise SchemaError(f"{where}: annotators by split name train, val or test")
+    out = {"by": by, "values": {str(k): _count(v, where) for k, v in values.items()}}
+    if by == "metadata":
+        out["key"] = value["key"]
+    out["default"] = _count(value.get("default", min(out["values"].values())), where)
+    return out
