@@ -281,6 +281,38 @@ def caption_agreement_scores(
     return np.array([np.nan if v is None else v for v in out], dtype=np.float64)
 
 
+def caption_agreement_contributions(
+    items: Sequence[Mapping[Hashable, Sequence[str]]],
+    metric: CaptionMetric = "rouge_l",
+    *,
+    subset: Sequence[bool] | np.ndarray | None = None,
+    tokenize: str = "13a",
+    tokenizer: str = "default",
+) -> Contributions:
+    """The contributions of :func:`caption_agreement` (per item), to resample together with a
+    report's other figures; items outside ``subset`` contribute nothing."""
+    mask = np.ones(len(items), dtype=bool) if subset is None else np.asarray(subset, dtype=bool)
+    if metric == "bleu":
+        bleu = _bleu(tokenize, True)
+        matrix = np.zeros((len(items), 2 + 2 * _MAX_ORDER))
+        scored = 0
+        for i in np.nonzero(mask)[0]:
+            segs = _segments(items[i])
+            scored += bool(segs)
+            for h, r in segs:
+                matrix[i] += _bleu_stats(bleu, h, r)
+        return Contributions(matrix, _bleu_from_sums, scored, "caption agreement BLEU-4")
+    if metric in ("rouge_l", "token_f1"):
+        scores = np.full(len(items), np.nan)
+        keep = np.nonzero(mask)[0].tolist()
+        if keep:
+            scores[keep] = caption_agreement_scores(
+                [items[i] for i in keep], metric, tokenize=tokenize, tokenizer=tokenizer
+            )
+        return mean_contributions(np.nan_to_num(scores), ~np.isnan(scores))
+    raise ValueError(f"unknown caption metric {metric!r}")
+
+
 def caption_agreement(
     items: Sequence[Mapping[Hashable, Sequence[str]]],
     metric: CaptionMetric = "rouge_l",
@@ -300,21 +332,7 @@ def caption_agreement(
     with two or more annotators; percentile CI over ``n`` item resamples
     (:func:`metrics.resample.bootstrap_figures`).
     """
-    if metric == "bleu":
-        bleu = _bleu(tokenize, True)
-        matrix = np.zeros((len(items), 2 + 2 * _MAX_ORDER))
-        scored = 0
-        for i, it in enumerate(items):
-            segs = _segments(it)
-            scored += bool(segs)
-            for h, r in segs:
-                matrix[i] += _bleu_stats(bleu, h, r)
-        contrib = Contributions(matrix, _bleu_from_sums, scored, "caption agreement BLEU-4")
-    elif metric in ("rouge_l", "token_f1"):
-        scores = caption_agreement_scores(items, metric, tokenize=tokenize, tokenizer=tokenizer)
-        contrib = mean_contributions(scores, ~np.isnan(scores))
-    else:
-        raise ValueError(f"unknown caption metric {metric!r}")
     if not items:
         raise ValueError("no items")
+    contrib = caption_agreement_contributions(items, metric, tokenize=tokenize, tokenizer=tokenizer)
     return bootstrap_figures({"agreement": contrib}, n=n, seed=seed, level=level)["agreement"]

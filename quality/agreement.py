@@ -264,6 +264,7 @@ def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon) -> _
         figures = [mean_fig, *share_figs] if a.primary == "mean" else [*share_figs, mean_fig]
     else:
         raise ValueError(f"field type {plan.type!r} declares an unknown agreement family {a.family!r}")
+    figures += [(key, label, c, False) for key, label, c in plan.ftype.agreement_extra(plan.spec, rows_all, mask)]
     return _Pending(plan, item_ids, item_scores, figures, extra)
 
 

@@ -63,7 +63,15 @@ def data_fingerprint(*, project: Project) -> str:
         top=Max("id"),
     )
     lexicon = LexiconVersion.objects.filter(project=project).aggregate(v=Max("version"))["v"]
-    payload = [agreement.REPORT_VERSION, ann, items, lexicon, project.schema_version, project.annotators_per_item]
+    payload = [
+        agreement.REPORT_VERSION,
+        ann,
+        items,
+        lexicon,
+        project.schema_version,
+        project.annotators_per_item,
+        project.workflow,
+    ]
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -88,7 +96,7 @@ def _local_date(ts: datetime | None) -> date | None:
     return timezone.localtime(ts).date() if ts is not None else None
 
 
-def report_units(*, project: Project, filters: dict | None = None) -> list[Unit]:
+def report_units(*, project: Project, filters: dict | None = None, stage=None) -> list[Unit]:
     """Items with two or more submitted annotations (kind "annotation") and their values by slot.
 
     Slots: the first ``annotators_per_item`` submissions in order of first submission (the ones
@@ -101,6 +109,10 @@ def report_units(*, project: Project, filters: dict | None = None) -> list[Unit]
     qs = Annotation.objects.filter(item__project=project, kind=Kind.ANNOTATION, status=SUBMITTED).exclude(
         item__stage=Stage.EXCLUDED
     )
+    # In a workflow of stages each stage's records are compared among themselves (its fields).
+    cap = project.annotators_per_item if stage is None else stage.annotators_range()[1]
+    if stage is not None:
+        qs = qs.filter(stage=stage.index)
     if f["source_dataset"]:
         qs = qs.filter(item__source_dataset=f["source_dataset"])
     if f["language"]:
@@ -116,7 +128,7 @@ def report_units(*, project: Project, filters: dict | None = None) -> list[Unit]
     date_to = date.fromisoformat(f["date_to"]) if f["date_to"] else None
     units = []
     for item_id in sorted(grouped):
-        slots = grouped[item_id][: project.annotators_per_item]
+        slots = grouped[item_id][:cap]
         if len(slots) < 2:
             continue
         completed = max((s[2] for s in slots if s[2] is not None), default=None)
@@ -148,10 +160,22 @@ def agreement_report_build(*, project: Project, filters: dict | None = None, pro
     """
     f = {**DEFAULT_FILTERS, **(filters or {})}
     schema = project.get_schema()
+    workflow = project.get_workflow()
     lexicon_version, lexicon = lexicon_current(project=project)
-    units = report_units(project=project, filters=f)
     scope = f["scope"]
-    results = agreement.agreement_figures(schema, units, lexicon=lexicon, scope=scope, progress=progress)
+    if workflow.multi:
+        # One report per stage over that stage's records and fields (MemeCap: the meme
+        # captions of round 2 are compared among round-2 annotators), shown as one.
+        parts = [
+            (workflow.stage_schema(st.index), report_units(project=project, filters=f, stage=st))
+            for st in workflow.stages
+        ]
+    else:
+        parts = [(schema, report_units(project=project, filters=f))]
+    results = []
+    for part_schema, part_units in parts:
+        results += agreement.agreement_figures(part_schema, part_units, lexicon=lexicon, scope=scope, progress=progress)
+    units = [u for _, part_units in parts for u in part_units]
     report = {
         "report_version": agreement.REPORT_VERSION,
         "schema_version": project.schema_version,
@@ -160,7 +184,7 @@ def agreement_report_build(*, project: Project, filters: dict | None = None, pro
         "filters": {k: f[k] for k in DEFAULT_FILTERS},
         "scope": scope,
         "scope_description": agreement.SCOPES[scope],
-        "n_items": len(units),
+        "n_items": len({u.item_id for u in units}),
         "n_annotations": sum(len(u.values) for u in units),
         "max_slots": agreement.slot_count(units),
         "method": {
@@ -175,12 +199,28 @@ def agreement_report_build(*, project: Project, filters: dict | None = None, pro
         "fields": [agreement.field_result_dict(r, scope) for r in results],
     }
     dashboard = {
-        "over_time": analytics.agreement_over_time(schema, units, lexicon=lexicon, scope=scope),
-        "confusions": analytics.confusions(schema, units),
+        "over_time": _merged_over_time(
+            [analytics.agreement_over_time(ps, pu, lexicon=lexicon, scope=scope) for ps, pu in parts]
+        ),
+        "confusions": [c for ps, pu in parts for c in analytics.confusions(ps, pu)],
         "histograms": analytics.histograms(results),
         "worst_items": analytics.worst_items(results),
     }
     return {"agreement": report, "dashboard": dashboard}
+
+
+def _merged_over_time(parts: list[dict]) -> dict:
+    """Weekly series of several stages on one time axis (a stage's missing weeks are gaps)."""
+    if len(parts) == 1:
+        return parts[0]
+    weeks = sorted({w for part in parts for w in part["weeks"]})
+    series = []
+    for part in parts:
+        for line in part["series"]:
+            by_week = {p["week"]: p for p in line["points"]}
+            points = [by_week.get(w, {"week": w, "value": None, "n": 0}) for w in weeks]
+            series.append({**line, "points": points})
+    return {"weeks": weeks, "series": series}
 
 
 def cached_report(*, project: Project, filters: dict, fingerprint: str) -> AgreementReport | None:

@@ -31,7 +31,10 @@ def test_other_presets_have_their_own_steps_and_fields():
     aha = build_prompt(preset="aha", schema_data=PRESETS["aha"]["schema"], guideline=PRESETS["aha"]["guideline"])
     assert '"hateful_type"' in aha.system and "HATEFUL content" in aha.system and "5. " in aha.system
     cap = build_prompt(preset="memecap", schema_data=PRESETS["memecap"]["schema"], guideline="g")
-    assert '"meme_captions"' in cap.system and "visual metaphors" in cap.system
+    # MemeCap's two rounds (image caption, then metaphors and the meme caption) ask for every field.
+    for field in ("image_caption", "metaphors", "meme_caption"):
+        assert f'"{field}"' in cap.system
+    assert "visual metaphors" in cap.system
 
 
 def test_version_changes_with_the_schema_and_is_stable_otherwise():

@@ -133,6 +133,12 @@ class FieldType:
     def check_spec(self, spec: dict) -> None:
         """Raise SchemaError when ``spec`` is not usable for this type."""
 
+    def agreement_extra(self, spec: dict, rows: list[list[Any]], mask) -> list[tuple[str, str, Any]]:
+        """Figures beyond the type's Agreement spec, as ``(key, label, Contributions)`` over the
+        report's items (``rows[i]`` = the records' agreement values of item i; items outside
+        ``mask`` contribute nothing): free text adds BLEU-4 and ROUGE-L (MemeCap)."""
+        return []
+
     def widget_config(self, spec: dict) -> dict:
         """What the widget (``templates/fields/<widget>.html`` and its entry in
         ``static/fields/widgets.js``) needs from the spec, with the type's defaults filled in."""

@@ -173,3 +173,39 @@ def test_one_stage_projects_are_unchanged(project, items, annotator_a, annotator
         annotation_submit(annotator=u, item=a.item, values=MEME3W_HARMFUL, version=a.version)
     item = Item.objects.get(pk=items[0].pk)
     assert item.stage == Stage.GOLD and item.workflow_stage == 0 and not item.split
+
+
+def test_caption_agreement_of_the_kept_references(memecap, people):
+    """Round-2 meme captions of the same item compared among round-2 annotators: BLEU-4,
+    ROUGE-L and token-F1, each with n and a CI; round 1 (one caption per item) has none."""
+    from metrics.captions import caption_agreement
+    from quality.reports import agreement_report_build
+
+    project, items = memecap
+    project.split_ratios = [0, 0, 1]  # every item a test item: two meme captions each
+    project.save(update_fields=["split_ratios"])
+    captions = {
+        "cap1": ["the poster is happy two people like his posts", "people ignore the poster"],
+        "cap2": ["the poster is happy that two people like his posts", "nobody reads the poster"],
+    }
+    # Round 1 by lit1 alone (one literal caption per item); lit1 is then excluded from round 2.
+    while (a := assignment_claim_next(annotator=people["lit1"], project=project).annotation) is not None:
+        assert a.stage == 0
+        annotation_submit(annotator=people["lit1"], item=a.item, values=LITERAL, version=a.version)
+    done = {}
+    for name in ("cap1", "cap2"):
+        for k in range(2):
+            a = claim(people[name], project)
+            done.setdefault(name, []).append(a.item_id)
+            values = {"metaphors": [], "meme_caption": captions[name][k]}
+            annotation_submit(annotator=people[name], item=a.item, values=values, version=a.version)
+    assert done["cap1"] == done["cap2"]  # the same two items, two captions each
+    report = agreement_report_build(project=project)["agreement"]
+    fields = {f["field"]: f for f in report["fields"]}
+    assert fields["image_caption"]["n"] == 0  # one literal caption per item: nothing to compare
+    figures = {fig["key"]: fig for fig in fields["meme_caption"]["figures"]}
+    assert {"mean", "bleu", "rouge_l"} <= set(figures)
+    assert all(figures[k]["n"] == 2 and figures[k]["ci"] is not None for k in ("mean", "bleu", "rouge_l"))
+    pairs = [{1: [captions["cap1"][k]], 2: [captions["cap2"][k]]} for k in range(2)]
+    assert figures["rouge_l"]["value"] == pytest.approx(caption_agreement(pairs, "rouge_l").value, abs=1e-6)
+    assert figures["bleu"]["value"] == pytest.approx(caption_agreement(pairs, "bleu").value, abs=1e-6)
