@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from adjudication.models import AdjudicationTask
@@ -214,8 +215,17 @@ def test_screenshots_at_two_sizes_and_the_text_stays_in_view(
                 pg.goto(url)
                 pg.wait_for_selector(ready_sel)
                 if name != "review":
-                    pg.keyboard.press("Shift+A" if name == "annotation" else "1")
-                    pg.wait_for_selector("#field-visual_region:not([hidden])")
+                    key = "Shift+A" if name == "annotation" else "1"
+                    pg.keyboard.press(key)
+                    try:
+                        pg.wait_for_selector("#field-visual_region:not([hidden])", timeout=15000)
+                    except PlaywrightTimeoutError:  # say what the page was doing (seen once in CI)
+                        state = pg.evaluate(
+                            "() => ({active: document.activeElement && document.activeElement.outerHTML.slice(0, 300),"
+                            " live: [...document.querySelectorAll('[aria-live]')].map((e) => e.textContent).join(' | '),"
+                            " ws: document.getElementById('workspace').className})"
+                        )
+                        pytest.fail(f"{name} {w}x{h}: {key} did not show the region field; page state {state}")
                 pg.screenshot(path=str(ARTIFACTS / f"{name}-{w}x{h}.png"))
                 # Scroll the form to its end: the image and the item text stay in the viewport.
                 pg.locator(".ws-right").evaluate("el => el.scrollTo(0, el.scrollHeight)")

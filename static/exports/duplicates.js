@@ -41,12 +41,33 @@ function init(list) {
     if (list.dataset.status !== "unreviewed") return rest[0] || null;
     return rest.find((c) => c.dataset.status === "unreviewed") || null;
   }
+  // A card whose answer is still out has a stale form (its expected_status is the state before
+  // that request): what is asked of it meanwhile (an undo, a second judgement) waits in `queued`
+  // and goes out when its answer is in, so keys pressed faster than the server never lose work.
+  const queued = new Map(); // pair id -> decision to send when its answer is in
+  const inFlight = (id) => Boolean(cardById(id)?.querySelector("form.htmx-request"));
+  function send(id, decision) {
+    if (inFlight(id)) { queued.set(id, decision); return true; }
+    const btn = cardById(id)?.querySelector(`button[name="decision"][value="${decision}"]`);
+    if (!btn || btn.disabled) return false;
+    btn.click();
+    return true;
+  }
+  function drain() {
+    for (const [id, decision] of [...queued]) {
+      if (inFlight(id)) continue;
+      queued.delete(id);
+      send(id, decision);
+    }
+  }
+  const idle = () => queued.size === 0 && !list.querySelector("form.htmx-request");
   function judge(card, decision) {
     if (!card) return;
-    const btn = card.querySelector(`button[name="decision"][value="${decision}"]`);
-    if (!btn || btn.disabled) { announce(`Already ${decision}`); return; }
-    undo.push({ id: card.id.replace("pair-", ""), previous: card.dataset.status });
-    btn.click();
+    const id = card.id.replace("pair-", "");
+    const previous = queued.get(id) || card.dataset.status;
+    if (previous === decision) { announce(`Already ${decision}`); return; }
+    if (!send(id, decision)) { announce(`Already ${decision}`); return; }
+    undo.push({ id, previous });
     announce(decision === "same" ? "Same meme" : decision === "different" ? "Different" : "Back to unreviewed");
     const next = nextAfter(card);
     if (next) setCurrent(next);
@@ -61,20 +82,22 @@ function init(list) {
     if (!last) { announce("Nothing to undo"); return; }
     const card = cardById(last.id);
     if (!card) return;
-    const btn = card.querySelector(`button[name="decision"][value="${last.previous}"]`);
-    if (!btn || btn.disabled) { announce("Cannot undo: the pair changed meanwhile"); return; }
+    if (!send(last.id, last.previous)) { announce("Cannot undo: the pair changed meanwhile"); return; }
     reloadWhenIdle = false;
-    btn.click();
     setCurrent(card);
     announce("Undone");
   }
 
   // The server answers each judgement with the pair's card (its state as stored). When every
   // card of the page shows a judged state, the next unreviewed pairs are loaded.
-  document.body.addEventListener("htmx:afterSettle", () => {
+  function answered() {
     if (currentId && cardById(currentId)) cardById(currentId).classList.add("current");
-    if (reloadWhenIdle && cards().every((c) => c.dataset.status !== "unreviewed")) window.location.reload();
-  });
+    drain();
+    if (reloadWhenIdle && idle() && cards().every((c) => c.dataset.status !== "unreviewed")) window.location.reload();
+  }
+  document.body.addEventListener("htmx:afterSettle", answered);
+  // A request that failed without a swap (network down) ends too: what waited for it goes out.
+  document.body.addEventListener("htmx:afterRequest", () => setTimeout(answered, 0));
 
   document.addEventListener("keydown", (e) => {
     if (e.defaultPrevented || help.isOpen() || isTyping(e.target)) return;
