@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from annotation.models import Annotation, AnnotatorPreference, Assignment, Kind, assignment_of, slot_held
 from candidates.selectors import candidates_for_annotator
-from projects.models import Item, Project, Stage
+from projects.models import Item, ItemOcr, ItemVariant, Project, Stage
 from projects.workflow import FLAG_REASONS, StageSpec
 
 Status = Annotation.Status
@@ -204,6 +204,10 @@ class Workspace:
     stage: StageSpec | None = None
     stages: int = 1
     earlier: list[EarlierStage] = field(default_factory=list)
+    #: The stage's image variant exists for this item (projects.ocr); else the original shows.
+    has_variant: bool = False
+    #: OCR lines of the image [{text, box}], for the overlay (only where the stage shows text).
+    ocr_lines: list[dict] = field(default_factory=list)
 
     @property
     def show_text(self) -> bool:
@@ -216,6 +220,11 @@ class Workspace:
     @property
     def image_variant(self) -> str:
         return self.stage.image if self.stage is not None else "original"
+
+    @property
+    def variant_missing(self) -> bool:
+        """The stage asks for a derived image the item does not have yet (OCR not run)."""
+        return self.image_variant != "original" and not self.has_variant
 
     @property
     def flags(self) -> list[tuple[str, str]]:
@@ -280,7 +289,22 @@ def workspace_for_annotator(*, annotation: Annotation, audit: bool) -> Workspace
         stage=stage,
         stages=len(workflow.stages),
         earlier=[] if audit else _earlier_stages(item=item, workflow=workflow, stage=stage),
+        has_variant=stage.image != "original" and ItemVariant.objects.filter(item=item, kind=stage.image).exists(),
+        ocr_lines=_ocr_lines(item) if stage.show_text else [],
     )
+
+
+def _ocr_lines(item: Item) -> list[dict]:
+    """The OCR boxes of the item's image for the overlay: text and box (0..1000) only."""
+    lines = ItemOcr.objects.filter(item=item).values_list("lines", flat=True).first() or []
+    out = []
+    for line in lines:
+        box = line.get("box") if isinstance(line, dict) else None
+        if not (isinstance(box, list) and len(box) == 4 and all(isinstance(v, int) for v in box)):
+            continue
+        x1, y1, x2, y2 = box
+        out.append({"text": str(line.get("text", "")), "x": x1, "y": y1, "w": max(x2 - x1, 1), "h": max(y2 - y1, 1)})
+    return out
 
 
 def _earlier_stages(*, item: Item, workflow, stage) -> list[EarlierStage]:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
+from django.http import Http404
 
 from adjudication.models import AdjudicationTask
 from annotation.models import Annotation, Kind
@@ -29,7 +30,7 @@ from exports.models import NearDuplicatePair, Release
 from exports.selectors import release_dir
 from projects.access import item_get_for_user, roles_of
 from projects.imaging import CONTENT_TYPES, image_path
-from projects.models import Item, Project, Role
+from projects.models import Item, ItemVariant, Project, Role
 
 
 @dataclass(frozen=True)
@@ -54,31 +55,42 @@ def released_image_name(item: Item) -> str:
     return f"images/{item.image_sha256}.{item.image.rsplit('.', 1)[-1]}"
 
 
-def _released(*, project: Project, item: Item) -> bool:
+def released_variant_name(variant: ItemVariant) -> str:
+    """A variant's name inside a release folder (next to the originals, by content)."""
+    return f"images/{variant.image_sha256}.{variant.image.rsplit('.', 1)[-1]}"
+
+
+def _released(*, project: Project, name: str) -> bool:
     # The release folder is the source of truth: it is what researchers download, and it holds
     # an image only when the item was redistributable when that release was built.
-    name = released_image_name(item)
     return any((release_dir(r) / name).is_file() for r in Release.objects.filter(project=project).only("directory"))
 
 
-def item_image_get_for_user(*, user, project: Project, item_id) -> ItemImage:
-    """The image of an item of ``project`` (already membership-checked) if ``user`` may see it.
+def item_image_get_for_user(*, user, project: Project, item_id, variant: str | None = None) -> ItemImage:
+    """The image of an item of ``project`` (already membership-checked) if ``user`` may see it;
+    with ``variant``, that derived image of it (projects.ocr), under the same rule.
 
-    Raises Http404 for an item outside the project, PermissionDenied when the rule above
-    refuses, ValueError when the stored path is unusable (the caller answers 404).
+    Raises Http404 for an item outside the project or a variant it does not have,
+    PermissionDenied when the rule above refuses, ValueError when the stored path is unusable
+    (the caller answers 404).
     """
     item = item_get_for_user(user=user, project=project, item_id=item_id)
+    derived = None
+    if variant is not None:
+        derived = ItemVariant.objects.filter(item=item, kind=variant).first()
+        if derived is None:
+            raise Http404("This item has no such image variant (yet).")
+    name = released_image_name(item) if derived is None else released_variant_name(derived)
     roles = roles_of(user=user, project=project)
     allowed = (
         Role.LEAD in roles
         or (Role.ANNOTATOR in roles and _held(user=user, item=item, kind=Kind.ANNOTATION))
         or (Role.AUDITOR in roles and _held(user=user, item=item, kind=Kind.AUDIT))
         or (Role.REVIEWER in roles and _reviewed(user=user, project=project, item=item))
-        or (Role.RESEARCHER in roles and _released(project=project, item=item))
+        or (Role.RESEARCHER in roles and _released(project=project, name=name))
     )
     if not allowed:
         raise PermissionDenied("You may not see this item's image: it is not among the items your role gives you.")
-    ext = item.image.rsplit(".", 1)[-1]
-    return ItemImage(
-        item=item, path=image_path(item.image), content_type=CONTENT_TYPES.get(ext, "application/octet-stream")
-    )
+    rel = item.image if derived is None else derived.image
+    ext = rel.rsplit(".", 1)[-1]
+    return ItemImage(item=item, path=image_path(rel), content_type=CONTENT_TYPES.get(ext, "application/octet-stream"))

@@ -16,4 +16,5 @@ urlpatterns = [
     path("account/api-token/", views.api_token_page, name="api_token"),
     # Item images (a projects URL): the access rule needs every stage's data (exports.image_access).
     path("p/<slug:slug>/items/<int:item_id>/image", views.item_image, name="item_image"),
+    path("p/<slug:slug>/items/<int:item_id>/image/<slug:variant>", views.item_image, name="item_image_variant"),
 ]

@@ -218,13 +218,14 @@ def api_token_page(request):
 
 @login_required
 @require_GET
-def item_image(request, slug, item_id):
-    """An item's image, to whom exports.image_access allows it, as an image (never as HTML,
-    whatever the bytes). It lives here, in the top app, because the rule reads releases,
-    near-duplicate pairs, adjudication tasks and annotations."""
+def item_image(request, slug, item_id, variant=None):
+    """An item's image (or, with ``variant``, a derived image of it such as the text-free one),
+    to whom exports.image_access allows it, as an image (never as HTML, whatever the bytes).
+    It lives here, in the top app, because the rule reads releases, near-duplicate pairs,
+    adjudication tasks and annotations."""
     project = project_get_for_user(user=request.user, slug=slug)
     try:
-        image = item_image_get_for_user(user=request.user, project=project, item_id=item_id)
+        image = item_image_get_for_user(user=request.user, project=project, item_id=item_id, variant=variant)
         fh = open(image.path, "rb")  # noqa: SIM115 - FileResponse closes it
     except (OSError, ValueError):
         raise Http404("Image file missing") from None

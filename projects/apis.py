@@ -8,11 +8,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.apis import ErrorOutput, JobOutput
+from core.errors import Invalid
 from core.jobs import job_cancel
-from projects.access import project_get_for_user, projects_for_user
+from projects.access import item_get_for_user, project_get_for_user, projects_for_user
 from projects.imports import import_job_start
-from projects.models import ImportJob, Project, Role
-from projects.selectors import job_get_for_project
+from projects.models import ImportJob, ItemVariant, Project, Role
+from projects.ocr import item_variant_upload, ocr_job_start
+from projects.selectors import job_get_for_project, ocr_overview
 
 
 class ProjectOutput(serializers.ModelSerializer):
@@ -101,3 +103,55 @@ class JobCancelApi(APIView):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
         job = job_get_for_project(user=request.user, project=project, kind=kind, job_id=job_id)
         return Response(JobOutput(job_cancel(job)).data)
+
+
+class OcrOverviewOutput(serializers.Serializer):
+    wanted = serializers.BooleanField(help_text="The project reads its imports with OCR.")
+    items = serializers.IntegerField()
+    read = serializers.IntegerField()
+    unreadable = serializers.IntegerField()
+    texts_filled = serializers.IntegerField(help_text="Items whose text came from OCR.")
+    variants = serializers.IntegerField(help_text="Items with a text-free variant.")
+    uploaded = serializers.IntegerField(help_text="... of which uploaded by a lead.")
+
+
+class OcrApi(APIView):
+    """OCR of the project's images: GET the counts; POST queues a run over items without OCR."""
+
+    @extend_schema(responses={200: OcrOverviewOutput, 403: ErrorOutput, 404: ErrorOutput})
+    def get(self, request, slug):
+        project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
+        return Response(OcrOverviewOutput(ocr_overview(project=project)).data)
+
+    @extend_schema(request=None, responses={202: JobOutput, 403: ErrorOutput, 404: ErrorOutput})
+    def post(self, request, slug):
+        project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
+        return Response(JobOutput(ocr_job_start(project=project, user=request.user)).data, status=202)
+
+
+class VariantInput(serializers.Serializer):
+    file = serializers.FileField(help_text="The variant image, the same size as the item's image (50 MB at most).")
+
+
+class VariantOutput(serializers.ModelSerializer):
+    class Meta:
+        model = ItemVariant
+        fields = ["item", "kind", "source", "image_sha256", "width", "height", "created_at"]
+
+
+class ItemVariantApi(APIView):
+    """A lead's own text-free image of an item (replaces the one painted from the OCR boxes)."""
+
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(request=VariantInput, responses={200: VariantOutput, 400: ErrorOutput, 403: ErrorOutput})
+    def post(self, request, slug, item_id, kind):
+        project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
+        item = item_get_for_user(user=request.user, project=project, item_id=item_id)
+        data = VariantInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        f = data.validated_data["file"]
+        if f.size > 50 * 1024 * 1024:
+            raise Invalid("The file is larger than 50 MB.", errors={"file": "larger than 50 MB"})
+        variant = item_variant_upload(item=item, kind=kind, data=f.read(), user=request.user)
+        return Response(VariantOutput(variant).data)

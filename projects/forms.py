@@ -9,3 +9,10 @@ class ImportUploadForm(forms.Form):
         if not f.name.lower().endswith(".zip"):
             raise forms.ValidationError("Upload a .zip file holding the images and a manifest.")
         return f
+
+
+class VariantUploadForm(forms.Form):
+    item = forms.IntegerField(min_value=1, label="Item id", help_text="The item whose text-free image this is.")
+    file = forms.FileField(
+        label="Text-free image", help_text="PNG, JPEG, GIF or WEBP of the same size as the item's image."
+    )

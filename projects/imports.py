@@ -42,6 +42,7 @@ from core.models import ACTIVE, JobStatus
 from projects import hooks
 from projects.imaging import ImageRejected, check_image, store_image
 from projects.models import ImportChunk, ImportJob, Item, Project
+from projects.ocr import ocr_job_start
 from projects.sources import ImportSource, Limits, MissingFile, Problem, SourceError
 
 log = logging.getLogger(__name__)
@@ -241,7 +242,7 @@ def _plan(job: ImportJob, progress: Progress) -> None:
                 read += 1
                 problem = row.problem
                 if problem is None:
-                    clean, problem = _check_row(row.data)
+                    clean, problem = _check_row(row.data, text_optional=job.project.ocr_on_import)
                 if problem is None and clean["source_id"]:
                     digest = _source_digest(clean["source_id"])
                     if digest in seen:
@@ -419,6 +420,8 @@ def import_finish_if_complete(*, job_id: int) -> bool:
     job.refresh_from_db()
     _delete_upload(job)
     if report.counts["imported"]:
+        if job.project.ocr_on_import:
+            ocr_job_start(project=job.project, user=job.created_by)
         hooks.items_imported.send(project=job.project, job=job)
     return True
 
@@ -466,12 +469,16 @@ def _source_digest(source_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(source_id.encode(), digest_size=8).digest(), "big")
 
 
-def _check_row(row: dict) -> tuple[dict | None, Problem | None]:
-    """The row's clean fields, or the problem that refuses it (no database, no image)."""
+def _check_row(row: dict, *, text_optional: bool = False) -> tuple[dict | None, Problem | None]:
+    """The row's clean fields, or the problem that refuses it (no database, no image). With
+    ``text_optional`` (a project that OCRs its imports) a row without text is kept: the OCR
+    job gives it the text read in its image."""
     image_ref, text = row.get("image"), row.get("text")
     if not isinstance(image_ref, str) or not image_ref.strip():
         return None, Problem("missing_image", "missing image path")
-    if not isinstance(text, str) or not text.strip():
+    if text_optional and (text is None or (isinstance(text, str) and not text.strip())):
+        text = ""
+    elif not isinstance(text, str) or not text.strip():
         return None, Problem("missing_text", "missing text")
     if "\x00" in text:
         return None, Problem("bad_text", "text contains a NUL character")
@@ -519,7 +526,7 @@ def _import_row(*, project: Project, source: ImportSource, row: dict, since=None
                 return "duplicate" if found[1] else "imported"
         return "present"
 
-    clean, problem = _check_row(row)
+    clean, problem = _check_row(row, text_optional=project.ocr_on_import)
     if problem is not None:
         return "error", problem
     source_id = clean["source_id"]

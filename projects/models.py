@@ -54,6 +54,11 @@ class Project(models.Model):
     )
     split_ratios = models.JSONField(default=list, blank=True, help_text="[train, val, test], default 85/5/10.")
     split_seed = models.IntegerField(default=0)
+    ocr_on_import = models.BooleanField(
+        default=False,
+        help_text="Read every imported image with OCR (projects.ocr): its text and boxes are stored, a "
+        "text-free variant is painted, and a row with no text takes the OCR text.",
+    )
     workflow = models.JSONField(
         default=list,
         blank=True,
@@ -131,6 +136,9 @@ class Item(models.Model):
     pixel_hash = models.CharField(max_length=64, db_index=True, help_text="sha256 of the decoded RGB pixels.")
     phash = models.CharField(max_length=16, help_text="64-bit perceptual hash (imagehash.phash), hex.")
     text = models.TextField(help_text="Text associated with the meme (caption / OCR).")
+    text_from_ocr = models.BooleanField(
+        default=False, help_text="The manifest gave no text: the text is what OCR read in the image."
+    )
     title = models.CharField(max_length=500, blank=True)
     source_dataset = models.CharField(max_length=200, blank=True)
     source_id = models.CharField(max_length=200, blank=True)
@@ -234,6 +242,60 @@ class ImportChunk(JobChunk):
     class Meta:
         ordering = ["job", "number"]
         constraints = [models.UniqueConstraint(fields=["job", "number"], name="uniq_import_chunk")]
+
+
+class ItemOcr(models.Model):
+    """What OCR read in an item's image (lib.ocr): the text in reading order and its lines."""
+
+    item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="ocr")
+    text = models.TextField(blank=True)
+    lines = models.JSONField(
+        default=list, help_text="[{text, score, box: [x1, y1, x2, y2] in 0..1000, polygon: [[x, y], ...] pixels}]"
+    )
+    engine = models.CharField(max_length=80, help_text="Engine and version that read it.")
+    error = models.CharField(max_length=300, blank=True, help_text="Why the image could not be read, if so.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class VariantSource(models.TextChoices):
+    INPAINTED = "inpainted", "painted out from the OCR boxes"
+    UPLOADED = "uploaded", "uploaded by a lead"
+
+
+class ItemVariant(models.Model):
+    """A derived image of an item (the text-free variant MemeCap's first round looks at)."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="variants")
+    kind = models.CharField(max_length=20, help_text="Which variant (projects.workflow.IMAGES).")
+    source = models.CharField(max_length=20, choices=VariantSource.choices)
+    image = models.CharField(max_length=200, help_text="Content-addressed path under MEDIA_ROOT.")
+    image_sha256 = models.CharField(max_length=64)
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "kind"], name="uniq_item_variant")]
+
+
+class OcrJob(Job):
+    """OCR and text-free variants of a project's items that have none yet (projects.ocr)."""
+
+    kind = "ocr"
+    task_name = "projects.ocr_items"
+    detail_template = "projects/_ocr_detail.html"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="ocr_jobs")
+    items_read = models.PositiveIntegerField(default=0)
+    texts_filled = models.PositiveIntegerField(default=0, help_text="Items whose text came from OCR.")
+    unreadable = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "OCR run"
 
 
 class WorkerHeartbeat(models.Model):

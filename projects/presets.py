@@ -258,5 +258,7 @@ PRESETS = {
         "guideline": MEMECAP_GUIDELINE,
         "annotators_per_item": 1,
         "workflow": MEMECAP_WORKFLOW,
+        # Round 1 looks at the text-free variant, painted from the OCR boxes at import.
+        "ocr_on_import": True,
     },
 }

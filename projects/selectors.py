@@ -7,7 +7,7 @@ from django.http import Http404
 from core.jobs import job_models
 from core.models import Job
 from projects.access import roles_of
-from projects.models import ImportJob, Item, Membership, Project, Role
+from projects.models import ImportJob, Item, ItemOcr, ItemVariant, Membership, OcrJob, Project, Role, VariantSource
 
 
 def project_stage_counts(*, project: Project) -> dict[str, int]:
@@ -17,6 +17,23 @@ def project_stage_counts(*, project: Project) -> dict[str, int]:
 
 def memberships_for_user(*, user):
     return Membership.objects.filter(user=user).select_related("project").order_by("project__name", "role")
+
+
+def ocr_overview(*, project: Project) -> dict:
+    """What the import page says about OCR: how many items were read, painted, uploaded."""
+    items = Item.objects.filter(project=project, duplicate_of__isnull=True)
+    read = ItemOcr.objects.filter(item__project=project)
+    variants = ItemVariant.objects.filter(item__project=project, kind="textfree")
+    return {
+        "wanted": project.ocr_on_import,
+        "items": items.count(),
+        "read": read.count(),
+        "unreadable": read.exclude(error="").count(),
+        "texts_filled": items.filter(text_from_ocr=True).count(),
+        "variants": variants.count(),
+        "uploaded": variants.filter(source=VariantSource.UPLOADED).count(),
+        "jobs": list(OcrJob.objects.filter(project=project).select_related("created_by")[:3]),
+    }
 
 
 def import_jobs_for_project(*, project: Project, limit: int = 20):

@@ -28,6 +28,7 @@ def project_create(*, name: str, slug: str, preset: str, lead=None, annotators_p
             annotators_per_item=annotators_per_item or conf["annotators_per_item"],
             split_ratios=[0.85, 0.05, 0.10],
             workflow=conf.get("workflow", []),
+            ocr_on_import=conf.get("ocr_on_import", False),
         )
         SchemaVersion.objects.create(project=project, version=project.schema_version, schema=project.schema)
         if lead is not None:

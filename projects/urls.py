@@ -6,6 +6,8 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
     path("p/<slug:slug>/import/", views.import_page, name="import_page"),
+    path("p/<slug:slug>/import/ocr", views.ocr_start, name="ocr_start"),
+    path("p/<slug:slug>/import/variant", views.variant_upload, name="variant_upload"),
     path("p/<slug:slug>/jobs/<slug:kind>/<int:job_id>/", views.job_partial, name="job_partial"),
     path("p/<slug:slug>/jobs/<slug:kind>/<int:job_id>/cancel", views.job_cancel_view, name="job_cancel"),
 ]
@@ -14,6 +16,12 @@ api_urlpatterns = [
     path("projects/", apis.ProjectListApi.as_view(), name="api_projects"),
     path("projects/<slug:slug>/", apis.ProjectDetailApi.as_view(), name="api_project"),
     path("projects/<slug:slug>/imports/", apis.ImportStartApi.as_view(), name="api_import_start"),
+    path("projects/<slug:slug>/ocr/", apis.OcrApi.as_view(), name="api_ocr"),
+    path(
+        "projects/<slug:slug>/items/<int:item_id>/variants/<slug:kind>",
+        apis.ItemVariantApi.as_view(),
+        name="api_item_variant",
+    ),
     path("projects/<slug:slug>/imports/<int:job_id>/", apis.ImportJobApi.as_view(), name="api_import_job"),
     path("projects/<slug:slug>/jobs/<slug:kind>/<int:job_id>/", apis.JobApi.as_view(), name="api_job"),
     path(

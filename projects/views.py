@@ -5,6 +5,7 @@ from collections import defaultdict
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -12,11 +13,18 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from core.jobs import job_cancel
 from core.views import form_errors
-from projects.access import project_get_for_user
-from projects.forms import ImportUploadForm
+from projects.access import item_get_for_user, project_get_for_user
+from projects.forms import ImportUploadForm, VariantUploadForm
 from projects.imports import import_job_start
 from projects.models import Role, Stage
-from projects.selectors import import_jobs_for_project, job_get_for_project, memberships_for_user, project_stage_counts
+from projects.ocr import item_variant_upload, ocr_job_start
+from projects.selectors import (
+    import_jobs_for_project,
+    job_get_for_project,
+    memberships_for_user,
+    ocr_overview,
+    project_stage_counts,
+)
 
 
 @login_required
@@ -49,7 +57,60 @@ def import_page(request, slug):
             messages.info(request, f"Import of {job.source_name} started.")
             return redirect("import_page", slug=project.slug)
     jobs = import_jobs_for_project(project=project)
-    return render(request, "projects/import.html", {"project": project, "form": form, "jobs": jobs})
+    return render(
+        request,
+        "projects/import.html",
+        {
+            "project": project,
+            "form": form,
+            "jobs": jobs,
+            "ocr": ocr_overview(project=project),
+            "variant_form": VariantUploadForm(),
+        },
+    )
+
+
+@login_required
+@require_POST
+def ocr_start(request, slug):
+    """Read the images of the items that have no OCR yet (and paint their text-free variants)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
+    job = ocr_job_start(project=project, user=request.user)
+    messages.info(request, f"OCR run #{job.pk} queued: it reads the items that have no OCR yet.")
+    return redirect(reverse("import_page", args=[project.slug]) + "#ocr")
+
+
+@login_required
+@require_POST
+def variant_upload(request, slug):
+    """A lead's own text-free image of an item (replaces the painted one)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
+    form = VariantUploadForm(request.POST, request.FILES)
+    if form.is_valid():
+        with form_errors(form):
+            try:
+                item = item_get_for_user(user=request.user, project=project, item_id=form.cleaned_data["item"])
+            except Http404:
+                item = None
+                form.add_error("item", f"This project has no item {form.cleaned_data['item']}.")
+            f = form.cleaned_data["file"]
+            if item is None:
+                pass
+            elif f.size > 50 * 1024 * 1024:
+                form.add_error("file", "The file is larger than 50 MB.")
+            else:
+                item_variant_upload(item=item, kind="textfree", data=f.read(), user=request.user)
+                messages.info(request, f"Text-free image of item {item.pk} replaced by yours.")
+                return redirect(reverse("import_page", args=[project.slug]) + "#ocr")
+    jobs = import_jobs_for_project(project=project)
+    context = {
+        "project": project,
+        "form": ImportUploadForm(),
+        "jobs": jobs,
+        "ocr": ocr_overview(project=project),
+        "variant_form": form,
+    }
+    return render(request, "projects/import.html", context, status=400)
 
 
 def _job_response(request, project, job):

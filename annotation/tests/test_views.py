@@ -381,11 +381,11 @@ def test_workspace_queries_do_not_grow_with_project_size(
     c = client_for(ann_a)
     url = reverse("annotate_item", args=[project.slug, mine.item_id])
     c.get(url)  # first opening records opened_at
-    # session, user, project, roles, preference, annotation+item+assignment, candidates
-    with django_assert_num_queries(7):
+    # session, user, project, roles, preference, annotation+item+assignment, candidates, OCR boxes
+    with django_assert_num_queries(8):
         assert c.get(url).status_code == 200
     items_open(items_create(project, tmp_path / "more", 30, start=100))
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):
         assert c.get(url).status_code == 200
 
 

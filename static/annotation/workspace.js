@@ -127,6 +127,18 @@ function init(root) {
   let pointerOnImage = false;
   stage.addEventListener("pointerenter", () => { pointerOnImage = true; });
   stage.addEventListener("pointerleave", () => { pointerOnImage = false; });
+  // OCR boxes over the image (button or O): off by default, the image stays unobstructed.
+  const ocrToggle = document.getElementById("ocr-toggle");
+  const ocrOverlay = document.getElementById("ocr-overlay");
+  function toggleOcr() {
+    if (!ocrToggle || !ocrOverlay) return false;
+    const on = ocrOverlay.hidden;
+    ocrOverlay.hidden = !on;
+    ocrToggle.setAttribute("aria-pressed", String(on));
+    announce(on ? "OCR boxes shown" : "OCR boxes hidden");
+    return true;
+  }
+  if (ocrToggle) ocrToggle.addEventListener("click", toggleOcr);
   const unblur = document.getElementById("unblur");
   if (unblur) {
     unblur.addEventListener("click", () => { stage.classList.remove("blurred"); unblur.remove(); syncWidgets(); });
@@ -671,6 +683,7 @@ function init(root) {
     else if (letter === "P" && !e.shiftKey) step(-1);
     else if (letter === "M" && !e.shiftKey) startMention();
     else if (letter === "S" && !e.shiftKey && skipCard) openSkip();
+    else if (letter === "O" && !e.shiftKey && ocrToggle) toggleOcr();
     else done = false;
     if (done) e.preventDefault();
   });

@@ -81,6 +81,12 @@ POLICY: dict[str, Policy] = {
     # The held item: the lead and the annotator holding it; it is not audited, reviewed or
     # released, so every other role is refused (the full rule: tests/security/test_images.py).
     "item_image": Policy(roles(L, A), ids=HELD),
+    "item_image_variant": Policy(roles(L, A), ids=HELD),
+    # OCR and text-free variants (projects.ocr): the leads'.
+    "ocr_start": Policy(roles(L), P),
+    "variant_upload": Policy(roles(L), P),
+    "api_ocr": Policy(roles(L), GP),
+    "api_item_variant": Policy(roles(L), P),
     "api_projects": Policy(AUTHENTICATED),
     "api_project": Policy(MEMBER),
     "api_import_start": Policy(roles(L), P),
@@ -190,10 +196,11 @@ DEFAULT_IDS = {
     "pair_id": "pair",
     "kind": "job_kind",
     "record_id": "gold_decided",
+    "variant": "variant_kind",
 }
 #: Kwargs that number objects within a project (release v1 of every project): they cannot
 #: name another project's object, so the "foreign ids" request keeps the own value.
-PROJECT_SCOPED = {"number", "other", "name", "kind"}
+PROJECT_SCOPED = {"number", "other", "name", "kind", "variant"}
 #: Admin kwargs (no project): any value, the view must refuse before looking.
 ADMIN_KWARGS = {"object_id": "1", "id": "1", "content_type_id": "1", "app_label": "projects", "url": "anything/"}
 

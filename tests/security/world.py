@@ -24,7 +24,7 @@ from exports.factories import gold_create, items_import, recompressed
 from exports.models import NearDuplicatePair
 from exports.services import export_job_run, export_job_start, near_duplicates_detect
 from projects.factories import image_bytes, project_with_members, user_create
-from projects.models import ImportJob
+from projects.models import ImportJob, ItemVariant
 from quality.models import AgreementReport
 from quality.reports import DEFAULT_FILTERS
 from quality.services import agreement_report_request, audit_create
@@ -154,6 +154,16 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
     from adjudication.models import GoldRecord
     from candidates.models import Provider
 
+    h0 = items["h0"]  # the held item has a text-free variant (its own pixels stand in for one)
+    ItemVariant.objects.create(
+        item=h0,
+        kind="textfree",
+        source="uploaded",
+        image=h0.image,
+        image_sha256=h0.image_sha256,
+        width=h0.width,
+        height=h0.height,
+    )
     world = World(project=project, users=u, items=items)
     world.ids.update(
         {
@@ -169,6 +179,7 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
             "report": AgreementReport.objects.get(pk=report.pk).pk,
             "import_job": ImportJob.objects.filter(project=project).latest("id").pk,
             "job_kind": ImportJob.kind,
+            "variant_kind": "textfree",
             "candidate_job": cjob.pk,
             "export_job": export.pk,
             "provider": Provider.objects.filter(project=project).order_by("id").first().pk,
