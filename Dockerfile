@@ -11,4 +11,4 @@ RUN SECRET_KEY=collectstatic-only-not-a-real-key-0000000000000000000000000 pytho
 RUN useradd --create-home concord && mkdir -p /data && chown concord /data
 USER concord
 EXPOSE 8000
-CMD ["gunicorn", "concord.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3"]
+CMD ["gunicorn", "concord.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "2"]

@@ -70,6 +70,12 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--worker-class", default="gthread", choices=["gthread", "sync"])
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        help="processes busy-looping on a core during the run (issue 18: p95 must hold with one)",
+    )
     return p.parse_args()
 
 
@@ -518,6 +524,13 @@ def main() -> int:
     )
     stats = Stats()
     print(f"load average before the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
+    # Contention on purpose: a process that spins on one core for the whole run (stopped below).
+    busy = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL)
+        for _ in range(args.busy)
+    ]
+    if busy:
+        print(f"{len(busy)} busy-loop process(es) running during the measurement", flush=True)
     try:
         wait_ready(args.port, proc)
         measure_from = time.perf_counter() + args.ramp
@@ -553,6 +566,9 @@ def main() -> int:
         cpu_client = time.process_time() - (own_start if cpu_start is not None else 0.0)
         wall = min(time.time(), deadline) - start - args.ramp
     finally:
+        for b in busy:
+            b.kill()
+            b.wait()
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=15)

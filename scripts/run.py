@@ -43,6 +43,10 @@ def main() -> int:
                 f"{host}:{port}",
                 "--workers",
                 "3",
+                # gthread, 2 threads each: bench/annotate_load.py measured p95 64 ms with 3 x 2
+                # on 2 CPUs where 4 x 4 gave 193 ms (more threads only add GIL contention).
+                "--threads",
+                "2",
                 "--access-logfile",
                 "-",
                 "--timeout",
