@@ -180,10 +180,21 @@ TAIL_COLUMNS = [
 ]
 
 
-def records_arrow_schema(fields: list[dict]) -> pa.Schema:
-    """Parquet schema of records.parquet for a project schema's ``fields``."""
+def records_arrow_schema(fields: list[dict], references: frozenset[str] = frozenset()) -> pa.Schema:
+    """Parquet schema of records.parquet for a project schema's ``fields``; a field kept as
+    references (projects.workflow) is a list column of the type's own."""
     # Each field type owns its export form, Parquet column type included (projects.fieldtypes).
-    gold = pa.struct([(f["name"], REGISTRY[f["type"]].arrow_type(f)) for f in fields])
+    gold = pa.struct(
+        [
+            (
+                f["name"],
+                pa.list_(REGISTRY[f["type"]].arrow_type(f))
+                if f["name"] in references
+                else REGISTRY[f["type"]].arrow_type(f),
+            )
+            for f in fields
+        ]
+    )
     return pa.schema([*BASE_COLUMNS, ("gold", gold), *TAIL_COLUMNS])
 
 
@@ -201,9 +212,10 @@ class ParquetRecordsWriter:
         fields: list[dict],
         batch_rows: int = PARQUET_BATCH_ROWS,
         convert_rows: int = PARQUET_CONVERT_ROWS,
+        references: frozenset[str] = frozenset(),
     ):
         self.path = Path(path)
-        self.schema = records_arrow_schema(fields)
+        self.schema = records_arrow_schema(fields, references)
         self._image_keys = [f.name for f in IMAGE_STRUCT]
         self._gold_type = self.schema.field("gold").type
         self._gold_keys = [f.name for f in self._gold_type]

@@ -2,8 +2,8 @@
 
 Each stage owns a part of the schema (its ``fields``), how many annotators work an item in it
 (a number, or one per split / per metadata value: MemeCap collects one meme caption for train
-items and 2-4 for test items), who may work it (annotators, and "not the people who worked
-stage k"), what its page shows (the image or its text-free variant, the item text, the title,
+items and 2-4 for test items), who may work it (every annotator or a named pool of them, and
+"not the people who worked stage k"), what its page shows (the image or its text-free variant, the item text, the title,
 the values written in earlier stages), which flags send an item out of the dataset, and how its
 results become gold:
 
@@ -53,6 +53,9 @@ class StageSpec:
     #: an int, or {"by": "split" | "metadata", "key"?: str, "values": {value: n}, "default": n}
     annotators: Any
     exclude_workers_of: tuple[int, ...] = ()
+    #: Usernames of the annotators who may work the stage (MemeCap: separate pools per round);
+    #: empty: every annotator of the project.
+    workers: tuple[str, ...] = ()
     image: str = "original"
     show_text: bool = True
     show_title: bool = True
@@ -61,6 +64,9 @@ class StageSpec:
     flags: tuple[str, ...] = ()
     candidates: bool = True
     instructions: str = ""
+
+    def open_to(self, username: str) -> bool:
+        return not self.workers or username in self.workers
 
     @property
     def varies(self) -> bool:
@@ -203,6 +209,7 @@ def _stage(index: int, raw: Any, *, schema: Schema, names: dict[str, int], seen_
         "fields",
         "annotators",
         "exclude_workers_of",
+        "workers",
         "image",
         "show_text",
         "show_title",
@@ -244,6 +251,13 @@ def _stage(index: int, raw: Any, *, schema: Schema, names: dict[str, int], seen_
             if v not in names:
                 raise SchemaError(f"{where}: {key} names {v!r}, which is not an earlier stage")
         refs[key] = tuple(names[v] for v in value)
+    workers = raw.get("workers", [])
+    if (
+        not isinstance(workers, list)
+        or len(workers) > 10_000
+        or not all(isinstance(w, str) and 0 < len(w) <= 150 for w in workers)
+    ):
+        raise SchemaError(f"{where}: workers must list usernames (empty: every annotator)")
     image = raw.get("image", "original")
     if image not in IMAGES:
         raise SchemaError(f"{where}: image must be one of {', '.join(IMAGES)}")
@@ -267,6 +281,7 @@ def _stage(index: int, raw: Any, *, schema: Schema, names: dict[str, int], seen_
         fields=tuple(fields),
         annotators=annotators,
         exclude_workers_of=refs["exclude_workers_of"],
+        workers=tuple(dict.fromkeys(workers)),
         image=image,
         show_text=raw.get("show_text", True),
         show_title=raw.get("show_title", True),

@@ -267,7 +267,8 @@ def assignment_claim_next(*, annotator, project: Project) -> ClaimResult:
 
     tried: set[int] = set()
     # Later stages first: items already under way finish before new ones start.
-    stages = list(reversed(project.get_workflow().stages))
+    # A stage with its own pool of workers (projects.workflow "workers") is only theirs.
+    stages = [s for s in reversed(project.get_workflow().stages) if s.open_to(annotator.username)]
     # First pass: SKIP LOCKED, so concurrent claimers spread over different items. Second pass:
     # items still available were only skipped because someone held their lock for a moment;
     # wait for it (a claim transaction lasts milliseconds) instead of answering "empty".

@@ -47,7 +47,27 @@ def _image_entry(item, included: bool) -> dict:
     }
 
 
-def _record(*, gold, item, split: str, group: int, fields: list[dict], pseudonyms: dict, image: dict) -> dict:
+def _gold_value(f: dict, values: dict, references: frozenset[str]):
+    """A field's export form; a field kept as references (projects.workflow) is the list of
+    every annotator's value, each in the type's export form."""
+    ftype = REGISTRY[f["type"]]
+    if f["name"] in references:
+        kept = values.get(f["name"])
+        return [ftype.export(f, v) for v in kept] if isinstance(kept, list) else []
+    return ftype.export(f, values.get(f["name"], ftype.absent(f)))
+
+
+def _record(
+    *,
+    gold,
+    item,
+    split: str,
+    group: int,
+    fields: list[dict],
+    pseudonyms: dict,
+    image: dict,
+    references: frozenset[str] = frozenset(),
+) -> dict:
     values = gold.values or {}
     return {
         "item_id": item.pk,
@@ -62,10 +82,7 @@ def _record(*, gold, item, split: str, group: int, fields: list[dict], pseudonym
         "split": split,
         "near_duplicate_group": group,
         "image": image,
-        "gold": {
-            f["name"]: REGISTRY[f["type"]].export(f, values.get(f["name"], REGISTRY[f["type"]].absent(f)))
-            for f in fields
-        },
+        "gold": {f["name"]: _gold_value(f, values, references) for f in fields},
         "provenance": _pseudonymize_provenance(gold.provenance, pseudonyms),
         "gold_revision": gold.revision,
         "schema_version": gold.schema_version,
@@ -76,9 +93,10 @@ def _record(*, gold, item, split: str, group: int, fields: list[dict], pseudonym
 def _write_records(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, tick: _Ticker) -> dict:
     """records.jsonl, records.parquet, coco.json, images/ and images.jsonl in one pass."""
     fields = project.schema["fields"]
+    references = frozenset(project.get_workflow().reference_fields())
     boxes_field, category_field = coco_fields(project.schema)
     jsonl = JsonlWriter(dest / "records.jsonl")
-    parquet = ParquetRecordsWriter(dest / "records.parquet", fields)
+    parquet = ParquetRecordsWriter(dest / "records.parquet", fields, references=references)
     images_index = JsonlWriter(dest / "images.jsonl")
     (dest / "images").mkdir()
     coco = None
@@ -137,6 +155,7 @@ def _write_records(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms:
                 fields=fields,
                 pseudonyms=pseudonyms,
                 image=image,
+                references=references,
             )
             jsonl.write(record)
             parquet.write(record)

@@ -209,3 +209,23 @@ def test_caption_agreement_of_the_kept_references(memecap, people):
     pairs = [{1: [captions["cap1"][k]], 2: [captions["cap2"][k]]} for k in range(2)]
     assert figures["rouge_l"]["value"] == pytest.approx(caption_agreement(pairs, "rouge_l").value, abs=1e-6)
     assert figures["bleu"]["value"] == pytest.approx(caption_agreement(pairs, "bleu").value, abs=1e-6)
+
+
+def test_a_stage_with_its_own_pool_of_workers(memecap, people):
+    """MemeCap's rounds were worked by different pools: a stage listing its workers is theirs alone."""
+    project, items = memecap
+    workflow = [dict(stage) for stage in MEMECAP_WORKFLOW]
+    workflow[0]["workers"] = ["lit1", "lit2"]
+    workflow[1]["workers"] = ["cap1", "cap2", "cap3"]
+    project.workflow = workflow
+    project.save(update_fields=["workflow"])
+    assert assignment_claim_next(annotator=people["cap1"], project=project).annotation is None  # round 1 is not theirs
+    mine = claim(people["lit1"], project)
+    annotation_submit(annotator=people["lit1"], item=mine.item, values=LITERAL, version=mine.version)
+    # lit2 did not work this item, yet round 2 is not lit2's: lit2 gets the next round-1 item.
+    nxt = claim(people["lit2"], project)
+    assert nxt.stage == 0 and nxt.item_id != mine.item_id
+    second = claim(people["cap1"], project)
+    assert (second.item_id, second.stage) == (mine.item_id, 1)
+    with pytest.raises(SchemaError, match="workers must list usernames"):
+        Workflow.from_data([{**MEMECAP_WORKFLOW[0], "workers": "lit1"}], schema=Schema(MEMECAP_SCHEMA))
