@@ -72,6 +72,20 @@ JRA_THRESHOLDS = (1.0, 0.7, 0.7, 0.5)
 #: every kind, so the field is scored as wrong and counted).
 MALFORMED_KEY = "__malformed__"
 
+#: Appended to every release's README (exports.build.release).
+README_SECTION = """
+## Evaluation
+
+Score a model's predictions (JSONL, one object per item: `item_id` or `source_id`, and the
+schema fields) against this release's gold with the leaderboard's own code (needs numpy,
+sacrebleu and rouge-score):
+
+    python evaluate.py predictions.jsonl --split test
+
+`evaluation.json` says what is scored; a missing prediction and a malformed field count as
+wrong; every figure is printed with its bootstrap 95% CI and n.
+"""
+
 # ---------------------------------------------------------------------------------- text
 # Restated from metrics.text (normalize / tokens / token_f1 / exact_match).
 
@@ -888,7 +902,7 @@ def read_predictions(
             return done(f"the file is larger than {max_bytes // (1 << 20)} MB")
         if counts["matched"] == 0 and counts["unreadable"] + counts["unknown"] >= MAX_LEADING_PROBLEMS:
             return done(f"the first {MAX_LEADING_PROBLEMS} lines hold no prediction for this release and split")
-        if len(raw) > MAX_LINE_BYTES:
+        if len(raw.rstrip(b"\r\n")) > MAX_LINE_BYTES:
             counts["unreadable"] += 1
             problem(lineno, f"line longer than {MAX_LINE_BYTES // 1024} KB")
             continue
@@ -941,6 +955,36 @@ def read_predictions(
     return done(header=header)
 
 
+def iter_lines(fh, *, max_line: int = MAX_LINE_BYTES, chunk: int = 1 << 16):
+    """Lines of a binary file in bounded memory: a line longer than ``max_line`` is yielded cut
+    to ``max_line + 1`` bytes (the reader reports it as too long) and the rest of it skipped."""
+    pending = b""
+    skipping = False
+    while True:
+        block = fh.read(chunk)
+        if not block:
+            break
+        start = 0
+        while True:
+            nl = block.find(b"\n", start)
+            if nl < 0:
+                if not skipping:
+                    pending += block[start:]
+                    if len(pending) > max_line:
+                        yield pending[: max_line + 1]
+                        pending, skipping = b"", True
+                break
+            if skipping:
+                skipping = False
+            else:
+                line = pending + block[start : nl + 1]
+                yield line if len(line) <= max_line + 1 else line[: max_line + 1]
+            pending = b""
+            start = nl + 1
+    if pending and not skipping:
+        yield pending
+
+
 # ---------------------------------------------------------------------------------- release files
 
 
@@ -950,8 +994,11 @@ def release_evaluate(release_dir: Path, predictions: Path, *, split: str = "test
     lexicon_file = release_dir / "lexicon.json"
     lexicon = json.loads(lexicon_file.read_text(encoding="utf-8")).get("entries") if lexicon_file.exists() else None
     index = GoldIndex.from_jsonl(release_dir / "records.jsonl", split)
+    size = predictions.stat().st_size
+    if size > MAX_BYTES:
+        return {"refused": f"the file is larger than {MAX_BYTES // (1 << 20)} MB", "report": {}}
     with open(predictions, "rb") as fh:
-        reading = read_predictions(fh, plan=plan, index=index)
+        reading = read_predictions(iter_lines(fh), plan=plan, index=index)
     if reading.refused:
         return {"refused": reading.refused, "report": reading.report()}
     scored = score(plan, index.golds, reading.predictions, lexicon=lexicon)

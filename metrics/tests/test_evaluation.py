@@ -287,7 +287,7 @@ def index_of(n=4) -> ev.GoldIndex:
 def read(text: str | bytes, **kw) -> ev.Reading:
     data = text.encode() if isinstance(text, str) else text
     plan = {**MEME3W_PLAN, "release": {"project": "demo", "version": 2}}
-    return ev.read_predictions(io.BytesIO(data), plan=plan, index=index_of(), **kw)
+    return ev.read_predictions(ev.iter_lines(io.BytesIO(data)), plan=plan, index=index_of(), **kw)
 
 
 def test_reading_reports_each_problem_by_line() -> None:
@@ -373,3 +373,10 @@ def test_release_evaluate_and_cli_on_a_release_folder(tmp_path, capsys) -> None:
     assert ev.main([str(preds), "--release", str(tmp_path), "--split", "test"]) == 0
     out = capsys.readouterr().out
     assert "jra" in out and "missing" in out
+
+
+def test_iter_lines_keeps_memory_bounded_and_lines_intact() -> None:
+    data = b"a\n" + b"x" * 5000 + b"\nbc\n\nlast"
+    lines = list(ev.iter_lines(io.BytesIO(data), max_line=100, chunk=7))
+    assert lines == [b"a\n", b"x" * 101, b"bc\n", b"\n", b"last"]
+    assert list(ev.iter_lines(io.BytesIO(b"one\ntwo\n"), chunk=2)) == [b"one\n", b"two\n"]
