@@ -224,7 +224,8 @@ def worst_items(submission: Submission, *, limit: int = WORST_ITEMS) -> list[dic
     if primary is None:
         return []
     per_item = primary.item_scores()
-    order = [i for i in np.argsort(np.where(np.isnan(per_item), np.inf, per_item), kind="stable") if primary.mask[i]]
+    scores = np.where(np.isnan(per_item), np.inf, per_item)
+    order = [i for i in np.lexsort((scores, ~scored.missing)) if primary.mask[i]]
     stored = predictions_unpack(submission)
     fields = [f["name"] for f in plan["fields"]]
     out = []
