@@ -230,12 +230,17 @@ def _fold(s: str) -> str:
     return " ".join(s.strip().casefold().replace("_", " ").replace("-", " ").split())
 
 
+@lru_cache(maxsize=1 << 16)
+def _blank(value: str) -> bool:
+    return not tokens(value)
+
+
 def _text_or_none(value: Any) -> Any:
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > MAX_TEXT or "\x00" in value:
         return _Invalid("must be text")
-    return value if tokens(value) else None
+    return None if _blank(value) else value
 
 
 def _clean_choice(spec: dict, value: Any) -> Any:
@@ -268,21 +273,23 @@ def _clean_multichoice(spec: dict, value: Any) -> Any:
     return frozenset(c for c in chosen if c is not None)
 
 
-def _clean_box(box: Any) -> list[float] | None:
-    if not isinstance(box, (list, tuple)) or len(box) != 4:
+_NUMBER = (int, float)
+
+
+def _clean_box(box: Any) -> list | None:
+    # Exact types: a bool is not a coordinate; NaN and infinities fail the range test.
+    if type(box) not in (list, tuple) or len(box) != 4:
         return None
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in box):
+    x1, y1, x2, y2 = box
+    if type(x1) not in _NUMBER or type(y1) not in _NUMBER or type(x2) not in _NUMBER or type(y2) not in _NUMBER:
         return None
-    x1, y1, x2, y2 = (float(v) for v in box)
-    if not all(math.isfinite(v) for v in (x1, y1, x2, y2)):
-        return None
-    if not (0.0 <= x1 < x2 <= 1000.0 and 0.0 <= y1 < y2 <= 1000.0):
+    if not (0 <= x1 < x2 <= 1000 and 0 <= y1 < y2 <= 1000):
         return None
     return [x1, y1, x2, y2]
 
 
 def _clean_boxes(spec: dict, value: Any) -> Any:
-    if value is None:
+    if value is None or (type(value) is list and not value):
         return []
     if not isinstance(value, (list, tuple)) or len(value) > MAX_LIST:
         return _Invalid("must be a list of boxes [x1, y1, x2, y2]")
@@ -339,12 +346,32 @@ def _gold_values(spec: dict, value: Any) -> list[Any]:
     """Gold as a list of references (one, or all kept references of a references field).
 
     Gold comes from the release and is trusted; a value the rules refuse counts as absent."""
-    values = value if spec.get("references") and isinstance(value, list) else [value]
+    clean = _CLEAN[spec["kind"]]
+    if not (spec.get("references") and isinstance(value, list)):
+        c = clean(spec, value)
+        return [_absent_of(spec) if isinstance(c, _Invalid) else c]
     out = []
-    for v in values:
-        c = _CLEAN[spec["kind"]](spec, v)
+    for v in value:
+        c = clean(spec, v)
         out.append(_absent_of(spec) if isinstance(c, _Invalid) else c)
     return out
+
+
+def _memo_cleaner(spec: dict, clean: Callable[[dict, Any], Any]) -> Callable[[Any], Any]:
+    """``clean(spec, value)`` memoized on text and None values (labels, categories and
+    entities repeat across items; lists are cleaned each time)."""
+    cache: dict[Any, Any] = {}
+
+    def run(value: Any) -> Any:
+        if value is None or type(value) is str:
+            try:
+                return cache[value]
+            except KeyError:
+                out = cache[value] = clean(spec, value)
+                return out
+        return clean(spec, value)
+
+    return run
 
 
 def _absent_of(spec: dict) -> Any:
@@ -460,15 +487,11 @@ def _combine_bleu(sums: np.ndarray) -> np.ndarray:
     return out
 
 
-def _subset_mask(plan_fields: dict[str, dict], subset: dict | None, golds: list[dict]) -> np.ndarray:
-    n = len(golds)
-    if not subset:
+def _subset_mask(gold_by_field: dict[str, list[list[Any]]], subset: dict | None, n: int) -> np.ndarray:
+    if not subset or subset["field"] not in gold_by_field:
         return np.ones(n, dtype=bool)
-    spec = plan_fields.get(subset["field"])
     allowed = set(subset.get("in") or [])
-    if spec is None:
-        return np.ones(n, dtype=bool)
-    return np.array([_gold_values(spec, g.get(subset["field"]))[0] in allowed for g in golds], dtype=bool)
+    return np.array([g[0] in allowed for g in gold_by_field[subset["field"]]], dtype=bool)
 
 
 def _field_figures(
@@ -484,9 +507,16 @@ def _field_figures(
         correct = np.array([(not bad) and p == g for p, g, bad in zip(preds, g1, invalid)], dtype=np.float64)
         figs.append(Figure(f"{name}.acc", "accuracy", mask, values=correct))
         labels = list(spec["choices"])
-        pred_sets = [frozenset() if bad or p is None else frozenset([p]) for p, bad in zip(preds, invalid)]
-        gold_sets = [frozenset() if g is None else frozenset([g]) for g in g1]
-        counts = _label_counts(pred_sets, gold_sets, labels, mask)
+        code = {c: j for j, c in enumerate(labels)}
+        # -1: no class (absent, or an invalid prediction: never a positive of any class)
+        pc = np.array([-1 if bad else code.get(p, -1) for p, bad in zip(preds, invalid)], dtype=np.int64)
+        gc = np.array([code.get(g, -1) for g in g1], dtype=np.int64)
+        counts = np.zeros((n, 3 * len(labels)))
+        for j in range(len(labels)):
+            ip, ig = (pc == j) & mask, (gc == j) & mask
+            counts[:, 3 * j] = ip & ig
+            counts[:, 3 * j + 1] = ip & ~ig
+            counts[:, 3 * j + 2] = ig & ~ip
         positive = spec.get("positive")
         if positive in labels:
             j = labels.index(positive)
@@ -517,7 +547,14 @@ def _field_figures(
             return t
 
         f1 = np.array(
-            [0.0 if bad else max(_f1_tokens(ct(p), ct(g)) for g in gs) for p, gs, bad in zip(preds, golds, invalid)]
+            [
+                0.0
+                if bad
+                else _f1_tokens(ct(p), ct(gs[0]))
+                if len(gs) == 1
+                else max(_f1_tokens(ct(p), ct(g)) for g in gs)
+                for p, gs, bad in zip(preds, golds, invalid)
+            ]
         )
         figs.append(Figure(f"{name}.f1_rel", "F1_rel", mask, values=f1))
         return figs, f1
@@ -542,7 +579,14 @@ def _field_figures(
         return t
 
     f1 = np.array(
-        [0.0 if bad else max(_f1_tokens(tn(p)[0], tn(g)[0]) for g in gs) for p, gs, bad in zip(preds, golds, invalid)]
+        [
+            0.0
+            if bad
+            else _f1_tokens(tn(p)[0], tn(gs[0])[0])
+            if len(gs) == 1
+            else max(_f1_tokens(tn(p)[0], tn(g)[0]) for g in gs)
+            for p, gs, bad in zip(preds, golds, invalid)
+        ]
     )
     if kind == "span":
         em = np.array(
@@ -598,19 +642,35 @@ def score(plan: dict, golds: list[dict], predictions: list[dict | None], *, lexi
     if len(predictions) != len(golds):
         raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold records")
     lex = normalize_lexicon(lexicon)
-    fields = {f["name"]: f for f in plan["fields"]}
     gold_values = [g.get("gold") or {} for g in golds]
+    gold_by_field = {}
+    for spec in plan["fields"]:
+        if spec.get("references"):
+            gold_by_field[spec["name"]] = [_gold_values(spec, g.get(spec["name"])) for g in gold_values]
+            continue
+        absent, clean = _absent_of(spec), _memo_cleaner(spec, _CLEAN[spec["kind"]])
+        column = []
+        for g in gold_values:
+            c = clean(g.get(spec["name"]))
+            column.append([absent if isinstance(c, _Invalid) else c])
+        gold_by_field[spec["name"]] = column
     missing = np.array([p is None for p in predictions], dtype=bool)
     figures: list[Figure] = []
     primary: dict[str, np.ndarray] = {}
     presence: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     malformed: dict[str, np.ndarray] = {}
+    choice_values: dict[str, np.ndarray] = {}
     for spec in plan["fields"]:
         name = spec["name"]
-        preds = [MISSING if p is None else clean_value(spec, p.get(name)) for p in predictions]
-        gv = [_gold_values(spec, g.get(name)) for g in gold_values]
-        mask = _subset_mask(fields, spec.get("subset"), gold_values)
+        clean = _memo_cleaner(spec, clean_value)
+        preds = [MISSING if p is None else clean(p.get(name)) for p in predictions]
+        gv = gold_by_field[name]
+        mask = _subset_mask(gold_by_field, spec.get("subset"), len(golds))
         malformed[name] = np.array([isinstance(p, _Invalid) and p is not MISSING for p in preds], dtype=bool)
+        if spec["kind"] == "choice":
+            choice_values[name] = np.array(
+                ["" if isinstance(p, _Invalid) or p is None else p for p in preds], dtype=object
+            )
         figs, prim = _field_figures(spec, preds, gv, mask, lex)
         figures.extend(figs)
         primary[name] = prim
@@ -622,10 +682,8 @@ def score(plan: dict, golds: list[dict], predictions: list[dict | None], *, lexi
         if comp["kind"] != "jra":
             continue
         label = comp["label"]
-        spec = fields[label]
-        gold_label = np.array([_gold_values(spec, g.get(label))[0] == comp["positive"] for g in gold_values])
-        preds = [MISSING if p is None else clean_value(spec, p.get(label)) for p in predictions]
-        ok = np.array([(not isinstance(p, _Invalid)) and p == comp["positive"] for p in preds], dtype=bool)
+        gold_label = np.array([g[0] == comp["positive"] for g in gold_by_field[label]], dtype=bool)
+        ok = np.asarray(choice_values[label] == comp["positive"], dtype=bool)
         # Eq. 13: each field at or over its threshold AND the same presence as gold ("for a field
         # that is absent in the gold record, the prediction must also indicate absence").
         for fname, tau in comp["fields"]:
@@ -875,7 +933,7 @@ def read_predictions(
     for another release is refused. Each problem names its line.
     """
     fields = [f["name"] for f in plan["fields"]]
-    specs = {f["name"]: f for f in plan["fields"]}
+    cleaners = {f["name"]: _memo_cleaner(f, clean_value) for f in plan["fields"]}
     preds: list[dict | None] = [None] * len(index.golds)
     counts = dict.fromkeys(
         ("lines", "blank", "predictions", "matched", "duplicate", "unknown", "other_split", "unreadable", "no_id"), 0
@@ -942,7 +1000,7 @@ def read_predictions(
         body = obj.get("prediction") if isinstance(obj.get("prediction"), dict) else obj
         pred = {k: body[k] for k in fields if k in body}
         for k, v in pred.items():
-            c = clean_value(specs[k], v)
+            c = cleaners[k](v)
             if isinstance(c, _Invalid):
                 malformed[k] += 1
                 problem(lineno, f"{k}: {c.reason} (scored as wrong)")
