@@ -9,6 +9,8 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -198,3 +200,22 @@ def test_management_command_submits(release, tmp_path, capsys) -> None:
     path.write_text(json.dumps({"item_id": 10**9}) + "\n")
     with pytest.raises(Exception, match="refused"):
         call_command("evaluate_submit", "p1", "1", str(path), "--model", "bad", "--split", "train")
+
+
+def test_leaderboard_queries_do_not_grow_with_submissions(release, researcher, django_assert_num_queries) -> None:
+    post(researcher, oracle(release))
+    client = api(researcher)
+    url = "/api/projects/p1/releases/1/evaluations/?split=train"
+    client.get(url)  # token, membership and release lookups warm up
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    one = count()
+    for k in range(4):
+        post(researcher, oracle(release), model_name=f"m{k}")
+    assert count() == one
+    with django_assert_num_queries(one):
+        client.get(url)
