@@ -807,7 +807,11 @@ def summarize(scored: Scored, *, resamples: int = RESAMPLES, seed: int = SEED, b
             by[key] = {}
             for f in scored.figures:
                 sub = Figure(f.name, f.label, f.mask & sel, f.values, f.contrib, f.combine)
-                by[key][f.name] = {"value": _rounded(sub.value()), "n": sub.n}
+                by[key][f.name] = {
+                    "value": _rounded(sub.value()),
+                    "n": sub.n,
+                    "ci": figure_ci(sub, n=resamples, seed=seed),
+                }
         groups[dim] = by
     return {
         "figures": figures,

@@ -80,3 +80,11 @@ def test_task_options_reached_celery() -> None:
     for key, value in RUN_OPTIONS.items():
         assert getattr(provider_run_task, key) == value, key
     assert provider_run_task.name == "evaluation.run_provider" == ProviderRun.task_name
+
+
+def test_run_progress_partial_for_leads_only(release, provider, lead, researcher, client_for) -> None:
+    run = provider_run_start(user=lead, release=release, split="train", provider_id=provider.pk, enqueue=False)
+    page = client_for(lead).get("/p/p1/releases/v1/leaderboard/?split=train").content.decode()
+    assert f'id="job-evaluation-{run.pk}"' in page
+    assert client_for(lead).get(f"/p/p1/jobs/evaluation/{run.pk}/").status_code == 200
+    assert client_for(researcher).get(f"/p/p1/jobs/evaluation/{run.pk}/").status_code == 403

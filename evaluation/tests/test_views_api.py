@@ -138,6 +138,7 @@ def test_leaderboard_page_sorts_by_any_column_and_shows_hidden_models(release, p
     assert "<script" not in page.replace('<script src="', "")  # no inline script
     bogus = client.get("/p/p1/releases/v1/leaderboard/?split=train&sort=%3Cx%3E&dir=up")
     assert bogus.status_code == 200
+    assert 'href="/p/p1/releases/v1/leaderboard/"' in client.get("/p/p1/releases/v1/").content.decode()
 
 
 def test_submission_page_shows_worst_items_to_leads_only(release, lead, researcher, client_for) -> None:
