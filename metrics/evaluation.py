@@ -181,6 +181,9 @@ def _canonical_tokens(s: str | None, lex: Mapping[str, str]) -> list[str]:
 def _enclosing(boxes: list[list[float]]) -> tuple[float, float, float, float] | None:
     if not boxes:
         return None
+    if len(boxes) == 1:
+        x1, y1, x2, y2 = boxes[0]
+        return (x1, y1, x2, y2)
     return (
         min(b[0] for b in boxes),
         min(b[1] for b in boxes),
@@ -293,9 +296,12 @@ def _clean_boxes(spec: dict, value: Any) -> Any:
         return []
     if not isinstance(value, (list, tuple)) or len(value) > MAX_LIST:
         return _Invalid("must be a list of boxes [x1, y1, x2, y2]")
-    boxes = [_clean_box(b) for b in value]
-    if any(b is None for b in boxes):
-        return _Invalid("each box must be [x1, y1, x2, y2] in [0, 1000] with x1 < x2 and y1 < y2")
+    boxes = []
+    for b in value:
+        c = _clean_box(b)
+        if c is None:
+            return _Invalid("each box must be [x1, y1, x2, y2] in [0, 1000] with x1 < x2 and y1 < y2")
+        boxes.append(c)
     return boxes
 
 
@@ -590,7 +596,14 @@ def _field_figures(
     )
     if kind == "span":
         em = np.array(
-            [0.0 if bad else max(float(tn(p)[1] == tn(g)[1]) for g in gs) for p, gs, bad in zip(preds, golds, invalid)]
+            [
+                0.0
+                if bad
+                else float(tn(p)[1] == tn(gs[0])[1])
+                if len(gs) == 1
+                else max(float(tn(p)[1] == tn(g)[1]) for g in gs)
+                for p, gs, bad in zip(preds, golds, invalid)
+            ]
         )
         figs.append(Figure(f"{name}.em", "EM", mask, values=em))
         figs.append(Figure(f"{name}.f1", "token-F1", mask, values=f1))
