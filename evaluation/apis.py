@@ -96,7 +96,7 @@ class LeaderboardOutput(serializers.Serializer):
 class SubmitInput(serializers.Serializer):
     file = serializers.FileField(help_text="JSONL: one object per item (item_id or source_id, schema fields).")
     model_name = serializers.CharField(max_length=120)
-    split = serializers.CharField(required=False, default="test")
+    split = serializers.CharField(required=False, default="", help_text="Default: test (else the first split).")
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
     url = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
     format = serializers.ChoiceField(
@@ -164,7 +164,7 @@ class EvaluationsApi(APIView):
 
     @extend_schema(
         request={"multipart/form-data": SubmitInput},
-        responses={201: SubmissionOutput, **REFUSALS, 413: ErrorOutput},
+        responses={201: SubmissionOutput, **REFUSALS, 413: ErrorOutput, 415: ErrorOutput},
         summary="Submit a model's predictions (JSONL or raw replies) for scoring",
     )
     def post(self, request, slug, number):
@@ -176,7 +176,7 @@ class EvaluationsApi(APIView):
         submission = submission_create(
             user=request.user,
             release=release,
-            split=v["split"],
+            split=v["split"] or None,
             model_name=v["model_name"],
             description=v["description"],
             url=v["url"],

@@ -31,7 +31,7 @@ from evaluation.selectors import (
     release_gold,
     release_lexicon,
     release_plan,
-    split_check,
+    release_splits,
 )
 from exports.models import Release
 from metrics import evaluation as ev
@@ -40,6 +40,22 @@ from projects.models import Item
 from projects.schema import Schema
 
 FORMATS = ("jsonl", "replies")
+
+
+def default_split(release: Release) -> str:
+    splits = release_splits(release)
+    return "test" if "test" in splits else splits[0]
+
+
+def _split_valid(release: Release, split: str | None) -> str:
+    """A split named in a request body: the release's default when none is given, 400 when
+    the release has no items in it."""
+    split = split or default_split(release)
+    if split not in release_splits(release):
+        raise Invalid(f"Release v{release.number} has no {split!r} split with items", errors={"split": "no such split"})
+    return split
+
+
 MAX_REPLY_CHARS = 200_000
 
 
@@ -130,7 +146,7 @@ def submission_create(
     *,
     user,
     release: Release,
-    split: str,
+    split: str | None,
     model_name: str,
     description: str = "",
     url: str = "",
@@ -140,7 +156,7 @@ def submission_create(
     """Score an uploaded predictions file (``fmt`` jsonl) or raw replies (``fmt`` replies) and
     store the submission. ``file``: a binary file object (read in bounded memory)."""
     model_name, description, url = _check_names(model_name, description, url)
-    split_check(release, split)
+    split = _split_valid(release, split)
     size = getattr(file, "size", None)
     if size is not None and size > ev.MAX_BYTES:
         raise Invalid(f"The file was refused: it is larger than {ev.MAX_BYTES >> 20} MB", errors={"file": "too large"})
@@ -237,9 +253,9 @@ def candidate_submissions_enter(*, release: Release, split: str) -> list[Submiss
 # ------------------------------------------------------------------------------------------
 
 
-def provider_run_start(*, user, release: Release, split: str, provider_id, enqueue: bool = True) -> ProviderRun:
+def provider_run_start(*, user, release: Release, split: str | None, provider_id, enqueue: bool = True) -> ProviderRun:
     """A lead runs one of the project's providers on every item of a release split."""
-    split_check(release, split)
+    split = _split_valid(release, split)
     try:
         provider = Provider.objects.get(project=release.project, pk=int(provider_id))
     except (Provider.DoesNotExist, TypeError, ValueError):

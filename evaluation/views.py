@@ -68,8 +68,8 @@ def leaderboard_page(request, slug, number):
 
 
 def _back(request, slug, number, *args):
-    split = request.POST.get("split") or "test"
-    return f"/p/{slug}/releases/v{number}/leaderboard/?split={split}"
+    split = request.POST.get("split")
+    return f"/p/{slug}/releases/v{number}/leaderboard/" + (f"?split={split}" if split else "")
 
 
 @login_required
@@ -84,7 +84,7 @@ def submission_create_view(request, slug, number):
     submission = submission_create(
         user=request.user,
         release=release,
-        split=request.POST.get("split") or "test",
+        split=request.POST.get("split") or None,
         model_name=request.POST.get("model_name", ""),
         description=request.POST.get("description", ""),
         url=request.POST.get("url", ""),
@@ -144,7 +144,7 @@ def provider_run_view(request, slug, number):
     run = provider_run_start(
         user=request.user,
         release=release,
-        split=request.POST.get("split") or "test",
+        split=request.POST.get("split") or None,
         provider_id=request.POST.get("provider"),
     )
     messages.info(request, f"{run.provider.name} is running on {run.split} (job #{run.pk}).")

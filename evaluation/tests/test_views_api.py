@@ -97,7 +97,7 @@ def test_bad_input_is_a_clear_400_not_a_500(release, lead) -> None:
     resp = post(lead, b"\x00\xff garbage\n" * 3000)
     assert resp.status_code == 400 and resp.json()["code"] == "refused"
     assert "refused" in resp.json()["detail"]
-    assert post(lead, oracle(release), split="nope").status_code == 404
+    assert post(lead, oracle(release), split="nope").status_code == 400
     assert post(lead, oracle(release), model_name="").status_code == 400
     assert post(lead, oracle(release), format="xml").status_code == 400
     other = jsonl([{"concord_release": {"project": "p1", "version": 7}}])
