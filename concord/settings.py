@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "workflow",
     "quality",
     "exports",
+    "evaluation",
     "demo",
 ]
 

@@ -10,6 +10,7 @@ api = [
     path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api_schema"), name="api_docs"),
     path("", include("exports.api_urls")),
+    path("", include("evaluation.api_urls")),
 ]
 
 urlpatterns = [
@@ -26,4 +27,5 @@ urlpatterns = [
     path("", include("exports.urls")),
     path("", include("candidates.urls")),
     path("", include("quality.urls")),
+    path("", include("evaluation.urls")),
 ]

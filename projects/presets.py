@@ -245,14 +245,73 @@ MEMECAP_WORKFLOW = [
     },
 ]
 
+#: How a preset's benchmark is scored (metrics.evaluation), on top of each field type's own
+#: figures: ``binary`` names the positive class of a binary label (its F1 and recall);
+#: ``composites`` are record-level figures; ``order`` the leaderboard columns (the paper's
+#: table), ``primary`` the ranking figure, ``breakdowns`` the per-group tables.
+MEME3W_EVALUATION = {
+    # Meme3W "Metrics", Eq. 13 and Table 1: JRA over gold-harmful items with thresholds
+    # (category EM 1, entity F1_rel 0.7, mention token-F1 0.7, region enclosing IoU 0.5).
+    "binary": {"label": "harmful"},
+    "composites": [
+        {
+            "name": "jra",
+            "kind": "jra",
+            "title": "JRA",
+            "label": "label",
+            "positive": "harmful",
+            "fields": [["target_category", 1.0], ["target_entity", 0.7], ["text_mention", 0.7], ["visual_region", 0.5]],
+        }
+    ],
+    "order": [
+        "label.acc",
+        "label.f1",
+        "jra",
+        "target_category.acc",
+        "target_entity.f1_rel",
+        "text_mention.em",
+        "text_mention.f1",
+        "visual_region.iou50",
+        "visual_region.iou75",
+    ],
+    "primary": "jra",
+    "breakdowns": ["source_dataset", "language", "gold.target_category"],
+}
+# AHA-Memes section 5 / Table 3: binary macro-F1 (primary), accuracy, recall of Hateful; per
+# multi-label field macro-F1 over its labels and micro-F1.
+AHA_EVALUATION = {
+    "binary": {"is_hateful": "Hateful"},
+    "order": [
+        "is_hateful.macro_f1",
+        "is_hateful.acc",
+        "is_hateful.recall",
+        "is_hateful.f1",
+        "hateful_type.macro_f1",
+        "hateful_type.micro_f1",
+        "targeted_categories.macro_f1",
+        "targeted_categories.micro_f1",
+        "non_hateful_type.macro_f1",
+        "non_hateful_type.micro_f1",
+    ],
+    "primary": "is_hateful.macro_f1",
+    "breakdowns": ["source_dataset", "language", "gold.is_hateful"],
+}
+# MemeCap section 5.1 / Table 2: BLEU-4 and ROUGE-L of the meme caption against all references.
+MEMECAP_EVALUATION = {
+    "order": ["meme_caption.bleu4", "meme_caption.rouge_l", "meme_caption.token_f1"],
+    "primary": "meme_caption.bleu4",
+    "breakdowns": ["source_dataset", "language"],
+}
+
 PRESETS = {
     "meme3w": {
         "schema": MEME3W_SCHEMA,
         "guideline": MEME3W_GUIDELINE,
         "annotators_per_item": 2,
         "lexicon": {"entries": TABLE8_LEXICON, "note": "Seeded from Meme3W Table 8"},
+        "evaluation": MEME3W_EVALUATION,
     },
-    "aha": {"schema": AHA_SCHEMA, "guideline": AHA_GUIDELINE, "annotators_per_item": 3},
+    "aha": {"schema": AHA_SCHEMA, "guideline": AHA_GUIDELINE, "annotators_per_item": 3, "evaluation": AHA_EVALUATION},
     "memecap": {
         "schema": MEMECAP_SCHEMA,
         "guideline": MEMECAP_GUIDELINE,
@@ -260,5 +319,6 @@ PRESETS = {
         "workflow": MEMECAP_WORKFLOW,
         # Round 1 looks at the text-free variant, painted from the OCR boxes at import.
         "ocr_on_import": True,
+        "evaluation": MEMECAP_EVALUATION,
     },
 }

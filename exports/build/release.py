@@ -29,6 +29,8 @@ from exports.writers import (
     write_json,
     write_text,
 )
+from metrics import evaluation as offline_evaluation
+from projects.evaluation import evaluation_plan
 from projects.models import Project
 
 MANIFEST_SCHEMA_VERSION = 1
@@ -114,7 +116,19 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             "otherwise referenced by sha256 and source id",
         },
     }
+    # The evaluation code (SPEC section 6): the leaderboard's scorer itself, and its plan.
+    digests["evaluate.py"] = write_text(dest / "evaluate.py", Path(offline_evaluation.__file__).read_text("utf-8"))
+    digests["evaluation.json"] = write_json(
+        dest / "evaluation.json",
+        evaluation_plan(
+            schema=project.schema,
+            preset=project.preset,
+            reference_fields=project.get_workflow().reference_fields(),
+            release={"project": project.slug},
+        ),
+    )
     readme = datasheet(manifest=manifest, digests=digests, agreement=agreement, audit=audit, plan=plan)
+    readme += offline_evaluation.README_SECTION
     digests["README.md"] = write_text(dest / "README.md", readme)
     manifest["files"] = {name: d.as_dict() for name, d in sorted(digests.items())}
     manifest_digest = write_json(dest / "manifest.json", manifest)

@@ -76,6 +76,8 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
         "coco.json",
         "README.md",
         "images.jsonl",
+        "evaluate.py",  # the evaluation code (SPEC section 6; metrics.evaluation)
+        "evaluation.json",
     } == set(m["files"])
     for name, meta in m["files"].items():
         assert file_digest(root / name).as_dict() == meta, name

@@ -206,6 +206,35 @@ class FieldType:
         """Similarity in [0, 1] of each pair of agreement values (batch form)."""
         return _equal_scores(a, b)
 
+    # ------------------------------------------------------------------ evaluation
+
+    #: How metrics.evaluation scores a prediction of this type (its figures: accuracy and F1s
+    #: for choices, F1_rel for entities, EM/token-F1 for spans, IoU shares for boxes, BLEU-4 /
+    #: ROUGE-L / token-F1 for free text); None: the type has no automatic evaluation metric.
+    evaluation_kind: ClassVar[str | None] = None
+
+    def evaluation(self, spec: dict, *, references: bool = False) -> dict | None:
+        """This field's entry of a release's evaluation plan (metrics.evaluation), or None.
+
+        The field is scored over the items where its gold ``visible_if`` holds (Meme3W: target
+        fields over gold-harmful items); ``references``: gold holds a list of kept references
+        (MemeCap's captions), scored against all of them."""
+        if self.evaluation_kind is None:
+            return None
+        entry = {
+            "name": spec["name"],
+            "kind": self.evaluation_kind,
+            "label": spec.get("label") or spec["name"],
+            "subset": spec.get("visible_if"),
+            "references": bool(references),
+        }
+        entry.update(self.evaluation_options(spec))
+        return entry
+
+    def evaluation_options(self, spec: dict) -> dict:
+        """What the scorer needs from the spec besides the kind (choices, parts)."""
+        return {}
+
     # ------------------------------------------------------------------ display, export, prompt
 
     def display_text(self, spec: dict, value: Any) -> str:

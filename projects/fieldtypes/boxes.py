@@ -26,6 +26,7 @@ class BoxesType(FieldType):
     threshold_key = "region_iou"
     roles = frozenset({"region", "grounding"})
     spec_keys = ("max_boxes",)
+    evaluation_kind = "boxes"
     scale = 1000
     max_boxes = 50
 

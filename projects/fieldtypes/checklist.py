@@ -35,6 +35,9 @@ class ChecklistType(FieldType):
     agreement = Agreement(CONTINUOUS, "checklist_f1", "mean item token-F1", measure="item token-F1", shares=(0.7,))
     threshold_key = "text_f1"
     spec_keys = ("min_items", "max_items", "max_length", "link_to", "link_required", "id_prefix")
+    #: MemeBench scores a model's explanation against the checklists with two LLM judges
+    #: (Success = both pass it); a prediction is not a checklist, so there is no direct metric.
+    evaluation_kind = None
     max_items = 4
     max_length = 500
 

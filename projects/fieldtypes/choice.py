@@ -17,6 +17,10 @@ class ChoiceType(FieldType):
     agreement = Agreement(CATEGORICAL, "cohen_kappa", "Cohen's κ")
     roles = frozenset({"stratum", "category", "dictionary", "counted"})
     spec_keys = ("choices",)
+    evaluation_kind = "choice"
+
+    def evaluation_options(self, spec: dict) -> dict:
+        return {"choices": list(spec["choices"])}
 
     def check_spec(self, spec: dict) -> None:
         choices = spec.get("choices")

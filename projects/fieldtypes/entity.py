@@ -21,6 +21,7 @@ class EntityType(FieldType):
     threshold_key = "entity_f1"
     roles = frozenset({"dictionary"})
     spec_keys = ("max_length",)
+    evaluation_kind = "entity"
     max_length = 200
 
     def validate(self, spec: dict, value: Any, ctx: Context) -> Any:

@@ -25,6 +25,10 @@ class MultiChoiceType(FieldType):
     label = "Multiple choice"
     agreement = Agreement(MULTILABEL, "macro_pairwise_kappa", "macro pairwise κ")
     spec_keys = ("choices", "exclusive")
+    evaluation_kind = "multichoice"
+
+    def evaluation_options(self, spec: dict) -> dict:
+        return {"choices": list(spec["choices"])}
 
     def arrow_type(self, spec: dict | None = None) -> pa.DataType:
         return pa.list_(pa.string())

@@ -35,6 +35,11 @@ class PairListType(FieldType):
     agreement = Agreement(CONTINUOUS, "pair_f1", "mean pair token-F1", measure="pair token-F1", shares=(0.7,))
     threshold_key = "text_f1"
     spec_keys = ("parts", "min_items", "max_items", "max_length")
+    evaluation_kind = "pairlist"
+
+    def evaluation_options(self, spec: dict) -> dict:
+        return {"parts": self.parts(spec)}
+
     max_items = 20
     max_length = 500
     default_parts = ("vehicle", "meaning")

@@ -19,6 +19,7 @@ class SpanType(FieldType):
     threshold_key = "mention_f1"
     roles = frozenset({"mention", "grounding"})
     spec_keys = ("source", "snap")
+    evaluation_kind = "span"
     blank_is_absent = False
     #: How the widget extends a selection: to whole words (CJK characters stay single) or not at all.
     snaps = ("word", "char")

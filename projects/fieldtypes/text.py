@@ -22,6 +22,7 @@ class FreeTextType(FieldType):
     agreement = Agreement(CONTINUOUS, "token_f1", "mean token-F1", measure="token-F1", shares=(0.7,))
     threshold_key = "text_f1"
     spec_keys = ("max_length",)
+    evaluation_kind = "text"
     max_length = 5000
 
     def validate(self, spec: dict, value: Any, ctx: Context) -> Any:

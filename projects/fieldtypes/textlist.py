@@ -27,6 +27,7 @@ class TextListType(FieldType):
     agreement = Agreement(CONTINUOUS, "token_f1", "mean token-F1", measure="token-F1", shares=(0.7,))
     threshold_key = "text_f1"
     spec_keys = ("max_items", "max_length")
+    evaluation_kind = "textlist"
     max_items = 50
     max_length = 2000
 

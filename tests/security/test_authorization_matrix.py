@@ -156,6 +156,16 @@ POLICY: dict[str, Policy] = {
     "api_release_file": Policy(roles(L, S)),
     "api_release_diff": Policy(roles(L, S)),
     "api_export_start": Policy(roles(L), P),
+    # evaluation: model identities on every page, so leads and researchers only
+    "evaluation_leaderboard": Policy(roles(L, S)),
+    "evaluation_submit": Policy(roles(L, S), P),
+    "evaluation_run": Policy(roles(L), P),
+    "evaluation_compare": Policy(roles(L, S), query={"a": "submission", "b": "submission"}),
+    "evaluation_submission": Policy(roles(L, S)),
+    "api_evaluations": Policy(roles(L, S), GP),
+    "api_leaderboard_csv": Policy(roles(L, S)),
+    "api_evaluations_compare": Policy(roles(L, S), query={"a": "submission", "b": "submission"}),
+    "api_evaluation": Policy(roles(L, S)),
     "api_export_job": Policy(roles(L), ids={"job_id": "export_job"}),
     # quality (anchoring names models and annotators: leads only)
     "quality_dashboard": Policy(roles(L)),
@@ -197,6 +207,7 @@ DEFAULT_IDS = {
     "kind": "job_kind",
     "record_id": "gold_decided",
     "variant": "variant_kind",
+    "submission_id": "submission",
 }
 #: Kwargs that number objects within a project (release v1 of every project): they cannot
 #: name another project's object, so the "foreign ids" request keeps the own value.

@@ -12,6 +12,8 @@ provider and model names, the other annotator's entity, the reviewer's gold enti
 
 from __future__ import annotations
 
+import io
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,6 +155,16 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
 
     from adjudication.models import GoldRecord
     from candidates.models import Provider
+    from evaluation.selectors import release_gold, release_splits
+    from evaluation.services import submission_create
+
+    split = "test" if "test" in release_splits(release) else release_splits(release)[0]
+    oracle = b"".join(
+        json.dumps({"item_id": g["item_id"], **g["gold"]}).encode() + b"\n" for g in release_gold(release, split).golds
+    )
+    submission = submission_create(
+        user=u["researcher"], release=release, split=split, model_name="world model", file=io.BytesIO(oracle)
+    )
 
     h0 = items["h0"]  # the held item has a text-free variant (its own pixels stand in for one)
     ItemVariant.objects.create(
@@ -185,6 +197,7 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
             "provider": Provider.objects.filter(project=project).order_by("id").first().pk,
             "pair": pair.pk,
             "gold_decided": GoldRecord.objects.get(item=items["d0"]).pk,  # decided by the reviewer
+            "submission": submission.pk,  # a researcher's predictions on the release (evaluation)
         }
     )
     return world

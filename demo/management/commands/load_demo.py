@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand
 
 from annotation.models import Annotation
 from candidates.demo import demo_candidates_load
+from evaluation.demo import demo_leaderboard
 from exports.services import export_job_run, export_job_start, near_duplicates_detect
 from projects.demo import DEMO_PASSWORD_SUFFIX, DEMO_USERS, write_demo_source
 from projects.imports import import_job_create, import_job_run
@@ -74,5 +75,8 @@ class Command(BaseCommand):
         demo_simulate(project=project, annotators=annotators, reviewer=users["reviewer"])
         demo_audit(project=project, lead=users["lead"], size=200)
         release = export_job_run(job=export_job_start(project=project, user=users["lead"], enqueue=False))
+        if release is not None:
+            folder = settings.VAR_DIR / "demo_source" / f"{project.slug}-predictions"
+            demo_leaderboard(release=release, user=users["researcher"], folder=folder)
         if not quiet and release is not None:
             self.stdout.write(f"{project.name}: simulated annotation and audit, release v{release.number} published")

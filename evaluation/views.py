@@ -1,0 +1,151 @@
+"""Leaderboard pages (htmx, no inline script): per release and split, sortable by any column;
+a submission's page (scores, CIs, breakdowns; worst items with gold and prediction for leads);
+paired comparison of two submissions; the submit form; a lead's provider run.
+
+Leads and researchers only: model identities are on every one of these pages (SPEC section 4),
+so annotators, reviewers and auditors are refused (403) and non-members get 404.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from candidates.models import Provider
+from core.errors import Invalid
+from core.views import service_errors
+from evaluation.models import ProviderRun
+from evaluation.selectors import (
+    LEADS,
+    READERS,
+    SUBMITTERS,
+    leaderboard,
+    release_get_for_evaluation,
+    release_splits,
+    split_check,
+    submission_compare,
+    submission_get,
+    worst_items,
+)
+from evaluation.services import candidate_submissions_enter, provider_run_start, submission_create
+from projects.access import project_get_for_user
+from projects.models import Role
+
+
+def _context(request, slug, number):
+    project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
+    release = release_get_for_evaluation(project=project, number=number)
+    splits = release_splits(release)
+    default = "test" if "test" in splits else splits[0]
+    split = split_check(release, request.GET.get("split") or request.POST.get("split") or default)
+    return project, release, split, splits
+
+
+@login_required
+@require_GET
+def leaderboard_page(request, slug, number):
+    project, release, split, splits = _context(request, slug, number)
+    # The hidden candidate models are entered on first view (idempotent, unique per provider).
+    candidate_submissions_enter(release=release, split=split)
+    board = leaderboard(
+        release=release, split=split, sort=request.GET.get("sort"), descending=request.GET.get("dir") != "asc"
+    )
+    is_lead = Role.LEAD in project.user_roles
+    ctx = {
+        "project": project,
+        "release": release,
+        "split": split,
+        "splits": splits,
+        "board": board,
+        "is_lead": is_lead,
+        "providers": Provider.objects.filter(project=project).order_by("name") if is_lead else [],
+        "runs": ProviderRun.objects.filter(release=release).select_related("provider")[:10] if is_lead else [],
+    }
+    template = "evaluation/leaderboard.html#board" if request.htmx and request.GET.get("sort") else None
+    return render(request, template or "evaluation/leaderboard.html", ctx)
+
+
+def _back(request, slug, number, *args):
+    split = request.POST.get("split")
+    return f"/p/{slug}/releases/v{number}/leaderboard/" + (f"?split={split}" if split else "")
+
+
+@login_required
+@require_POST
+@service_errors(back=_back)
+def submission_create_view(request, slug, number):
+    project = project_get_for_user(user=request.user, slug=slug, roles=SUBMITTERS)
+    release = release_get_for_evaluation(project=project, number=number)
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise Invalid("Choose a predictions file.", errors={"file": "required"})
+    submission = submission_create(
+        user=request.user,
+        release=release,
+        split=request.POST.get("split") or None,
+        model_name=request.POST.get("model_name", ""),
+        description=request.POST.get("description", ""),
+        url=request.POST.get("url", ""),
+        file=upload,
+        fmt=request.POST.get("format") or "jsonl",
+    )
+    messages.info(request, f"{submission.model_name} was scored.")
+    return redirect("evaluation_submission", slug=project.slug, number=release.number, submission_id=submission.pk)
+
+
+@login_required
+@require_GET
+def submission_page(request, slug, number, submission_id):
+    project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
+    release = release_get_for_evaluation(project=project, number=number)
+    submission = submission_get(release=release, submission_id=submission_id)
+    is_lead = Role.LEAD in project.user_roles
+    scores = submission.scores or {}
+    return render(
+        request,
+        "evaluation/submission.html",
+        {
+            "project": project,
+            "release": release,
+            "submission": submission,
+            "figures": scores.get("figures") or {},
+            "breakdowns": scores.get("breakdowns") or {},
+            "report": submission.report or {},
+            "is_lead": is_lead,
+            # Gold next to predictions: leads only (selectors never load it for others).
+            "worst": worst_items(submission) if is_lead else None,
+            "others": [
+                r for r in leaderboard(release=release, split=submission.split)["rows"] if r["id"] != submission.pk
+            ],
+        },
+    )
+
+
+@login_required
+@require_GET
+def compare_page(request, slug, number):
+    project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
+    release = release_get_for_evaluation(project=project, number=number)
+    a = submission_get(release=release, submission_id=request.GET.get("a"))
+    b = submission_get(release=release, submission_id=request.GET.get("b"))
+    ctx = {"project": project, "release": release, "a": a, "b": b, "rows": submission_compare(a, b)}
+    template = "evaluation/compare.html#comparison" if request.htmx else "evaluation/compare.html"
+    return render(request, template, ctx)
+
+
+@login_required
+@require_POST
+@service_errors(back=_back)
+def provider_run_view(request, slug, number):
+    project = project_get_for_user(user=request.user, slug=slug, roles=LEADS)
+    release = release_get_for_evaluation(project=project, number=number)
+    run = provider_run_start(
+        user=request.user,
+        release=release,
+        split=request.POST.get("split") or None,
+        provider_id=request.POST.get("provider"),
+    )
+    messages.info(request, f"{run.provider.name} is running on {run.split} (job #{run.pk}).")
+    return redirect(f"/p/{project.slug}/releases/v{release.number}/leaderboard/?split={run.split}")
