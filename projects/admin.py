@@ -1,7 +1,18 @@
 from django.contrib import admin
 
 from core.admin import JobAdmin, ReadOnlyAdmin
-from projects.models import ImportChunk, ImportJob, Item, Membership, Project, SchemaVersion, WorkerHeartbeat
+from projects.models import (
+    ImportChunk,
+    ImportJob,
+    Item,
+    ItemOcr,
+    ItemVariant,
+    Membership,
+    OcrJob,
+    Project,
+    SchemaVersion,
+    WorkerHeartbeat,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -52,6 +63,25 @@ class ImportChunkAdmin(ReadOnlyAdmin):
     list_display = ["job", "number", "status", "rows", "rows_done", "imported", "refused", "attempts", "heartbeat_at"]
     list_filter = ["status"]
     list_select_related = ["job"]
+
+
+@admin.register(OcrJob)
+class OcrJobAdmin(JobAdmin):
+    list_display = [*JobAdmin.list_display, "items_read", "texts_filled", "unreadable"]
+
+
+@admin.register(ItemOcr)
+class ItemOcrAdmin(ReadOnlyAdmin):
+    list_display = ["item", "engine", "error", "created_at"]
+    search_fields = ["text"]
+    raw_id_fields = ["item"]
+
+
+@admin.register(ItemVariant)
+class ItemVariantAdmin(ReadOnlyAdmin):
+    list_display = ["item", "kind", "source", "width", "height", "created_by", "created_at"]
+    list_filter = ["kind", "source"]
+    raw_id_fields = ["item"]
 
 
 @admin.register(WorkerHeartbeat)
