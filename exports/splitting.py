@@ -133,9 +133,9 @@ def stratified_group_split(
     for when there are items enough); pinned items count toward them; the rest is divided among
     the strata by controlled rounding (``_stratum_targets``), so every stratum follows the
     ratios as closely as whole items allow and the global sizes are still exact. Within a
-    stratum the groups are visited in key order and each goes to the split furthest below its
-    target (ties to train, then val, then test): only groups larger than one item can make a
-    split miss its target, by less than the group's size.
+    stratum the groups are visited largest first, then in key order, and each goes to the split
+    furthest below its target that it fits in (ties to train, then val, then test): only a
+    group larger than every remaining gap can make a split miss its target.
     """
     ratios = check_ratios(ratios)
     n = len(groups)
@@ -167,20 +167,57 @@ def stratified_group_split(
     targets = _stratum_targets(stratum_sizes.tolist(), free_totals, ratios)
     target_of = {int(c): row for c, row in zip(codes.tolist(), targets)}
     g_split = g_pin.copy()
-    order = np.lexsort((first_index, g_key, g_stratum))
+    # Within a stratum the largest groups go first (then by seeded key): the singletons left
+    # at the end fill each split up to its target exactly.
+    order = np.lexsort((first_index, g_key, -sizes, g_stratum))
     size_list, stratum_list, free_list = sizes.tolist(), g_stratum.tolist(), free.tolist()
-    current, placed = None, [0, 0, 0]
+    placed_by: dict[int, list[int]] = {c: [0, 0, 0] for c in target_of}
+    singles: dict[tuple[int, int], list[int]] = {}  # (split, stratum) -> singleton groups there
     for g in order.tolist():
         if not free_list[g]:
             continue
-        if stratum_list[g] != current:
-            current, placed = stratum_list[g], [0, 0, 0]
-            target = target_of[current]
-        j = max(range(3), key=lambda k: (target[k] - placed[k], -k))
+        target, placed = target_of[stratum_list[g]], placed_by[stratum_list[g]]
+        size = size_list[g]
+        # The split furthest below its target among those the group fits in whole; if it fits
+        # in none, the split furthest below its target.
+        j = max(range(3), key=lambda k: (target[k] - placed[k] >= size, target[k] - placed[k], -k))
         g_split[g] = j
-        placed[j] += size_list[g]
+        placed[j] += size
+        if size == 1:
+            singles.setdefault((j, stratum_list[g]), []).append(g)
+    _repair_totals(g_split, free_totals, target_of, placed_by, singles)
     out[:] = g_split[group_of]
     return out
+
+
+def _repair_totals(g_split, totals, target_of, placed_by, singles) -> None:
+    """A group that fitted no gap of its stratum (a pair in a stratum of two that asks 0/1/1)
+    leaves the global sizes off their targets: move singletons from a split above its total
+    to one below, each time from the stratum most above its own target in that split (the
+    latest-visited singleton there), until the totals hold or no singleton can move."""
+    counts = [sum(p[j] for p in placed_by.values()) for j in range(3)]
+    while True:
+        over = [j for j in range(3) if counts[j] > totals[j]]
+        under = [k for k in range(3) if counts[k] < totals[k]]
+        if not over or not under:
+            return
+        moved = False
+        for j in over:
+            options = [s for (split, s), groups in singles.items() if split == j and groups]
+            if not options:
+                continue
+            s = max(options, key=lambda c: (placed_by[c][j] - target_of[c][j], -c))
+            k = max(under, key=lambda u: (target_of[s][u] - placed_by[s][u], -u))
+            g = singles[(j, s)].pop()
+            g_split[g] = k
+            placed_by[s][j] -= 1
+            placed_by[s][k] += 1
+            counts[j] -= 1
+            counts[k] += 1
+            moved = True
+            break
+        if not moved:
+            return
 
 
 def split_shortfalls(*, sizes: dict, ratios, total: int) -> list[dict]:

@@ -63,19 +63,34 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
     root = release_dir(v1)
     m = v1.manifest
     assert v1.number == 1 and v1.directory == f"{project.pk}/v1" and v1.record_count == 11
-    assert sorted(p.name for p in root.iterdir()) == sorted([*m["files"], "manifest.json", "images"])
+    on_disk = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.parent.name != "images")
+    assert on_disk == sorted([*m["files"], "manifest.json"])
+    per_split = {
+        f"{kind}/{s}.{ext}"
+        for kind in ("records", "annotations", "candidates")
+        for s in ("train", "val", "test")
+        for ext in ("jsonl", "parquet")
+    }
     assert {
         "records.jsonl",
         "records.parquet",
         "annotations.jsonl",
+        "annotations.parquet",
         "candidates.jsonl",
+        "candidates.parquet",
         "agreement.json",
         "audit.json",
         "splits.json",
         "lexicon.json",
-        "coco.json",
+        "coco/train.json",
+        "coco/val.json",
+        "coco/test.json",
         "README.md",
+        "croissant.json",
+        "guideline.md",
+        "prompt.txt",
         "images.jsonl",
+        *per_split,
     } == set(m["files"])
     for name, meta in m["files"].items():
         assert file_digest(root / name).as_dict() == meta, name
@@ -119,8 +134,8 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
     a_values = Annotation.objects.get(item=s["s0"], annotator=annotator_a).values
     mine = [a["values"] for a in annotations if a["item_id"] == s["s0"].pk and a["annotator"] == "annotator-01"]
     assert mine == [a_values]
-    for path in root.iterdir():
-        if path.is_file():
+    for path in root.rglob("*"):
+        if path.is_file() and path.parent.name != "images":
             text = path.read_text(encoding="utf-8", errors="replace")
             assert annotator_a.username not in text and annotator_b.username not in text, path.name
 
@@ -128,7 +143,13 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
     assert [c["model_name"] for c in cands] == ["gpt-4o-hidden-model", "gemini-hidden-model", "qwen-vl-hidden-model"]
     assert cands[0]["fields"]["label"] == "harmful" and cands[0]["item_id"] == s["s0"].pk
 
-    coco = json.loads((root / "coco.json").read_text())
+    coco = {"images": [], "annotations": []}
+    for split in ("train", "val", "test"):
+        part = json.loads((root / f"coco/{split}.json").read_text())
+        assert {i["split"] for i in part["images"]} <= {split}
+        coco["images"] += part["images"]
+        coco["annotations"] += part["annotations"]
+        coco["categories"] = part["categories"]
     assert [c["name"] for c in coco["categories"]] == [
         "group background",
         "religion and caste",
@@ -149,6 +170,9 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
     assert df["item_id"].tolist() == table.column("item_id").to_pylist()
     assert df["split"].tolist() == table.column("split").to_pylist()
     assert table.to_pylist()[0]["gold"] == records[0]["gold"]
+    # provenance is a nested column, not JSON text
+    assert table.schema.field("provenance").type.num_fields > 0
+    assert table.to_pylist()[0]["provenance"]["label"]["source"] == "identical"
 
 
 def test_same_state_twice_gives_byte_identical_files(project, v1, lead):
