@@ -109,6 +109,10 @@ class Release(models.Model):
     manifest = models.JSONField(help_text="manifest.json: schema version, counts, sha256 of every file.")
     manifest_sha256 = models.CharField(max_length=64, help_text="sha256 of manifest.json; equal => identical release.")
     record_count = models.PositiveIntegerField(default=0)
+    archive_sha256 = models.CharField(
+        max_length=64, blank=True, help_text="sha256 of the release's zip archive (exports.archive), its ETag."
+    )
+    archive_bytes = models.PositiveBigIntegerField(default=0, help_text="Size of the zip archive in bytes.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 

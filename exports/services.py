@@ -28,9 +28,10 @@ from core.jobs import (
     job_run,
 )
 from core.models import ACTIVE
+from exports.archive import ARCHIVE_INDEX, ArchiveLayout, archive_index_write, archive_name, archive_time
 from exports.build import release_build
 from exports.models import DedupScan, ExportJob, NearDuplicatePair, PairStatus, Release
-from exports.selectors import released_gold_queryset, releases_root, split_plan
+from exports.selectors import release_dir, released_gold_queryset, releases_root, split_plan
 from lib.hamming import near_duplicate_pairs
 from lib.phash import phash_int
 from projects.models import Item, Project
@@ -250,11 +251,23 @@ def _build(job: ExportJob, progress: Progress) -> None:
         progress(done, total, phase=phase)
 
     result = release_build(project=project, plan=plan, dest=tmp, progress=tick)
+    progress(phase="archive", force=True)
+    # One active build per project (a constraint): the next number is this build's, so the
+    # archive (whose folder name holds it) is laid out and hashed here, outside the lock.
+    number = (Release.objects.filter(project=project).aggregate(n=Max("number"))["n"] or 0) + 1
+    archive = _archive(tmp, project=project, number=number, data_as_of=result.manifest["data_as_of"])
     progress(phase="publishing", force=True)
-    _publish(job=job, tmp=tmp, result=result)
+    _publish(job=job, tmp=tmp, result=result, archive=(number, *archive))
 
 
-def _publish(*, job: ExportJob, tmp, result) -> Release:
+def _archive(folder: Path, *, project: Project, number: int, data_as_of) -> tuple[str, int]:
+    """Write the archive index of ``folder`` and return the archive's (sha256, bytes)."""
+    archive_index_write(folder, prefix=archive_name(project.slug, number) + "/")
+    layout = ArchiveLayout(folder, when=archive_time(data_as_of))
+    return layout.sha256(), layout.size
+
+
+def _publish(*, job: ExportJob, tmp, result, archive: tuple[int, str, int]) -> Release:
     project = job.project
     final = None
     try:
@@ -266,9 +279,16 @@ def _publish(*, job: ExportJob, tmp, result) -> Release:
             final.parent.mkdir(parents=True, exist_ok=True)
             if final.exists():  # left by a crash between the move and the commit: never published
                 shutil.rmtree(final)
+            expected, archive_sha256, archive_bytes = archive
+            if number != expected:  # another build published meanwhile (a cancelled, still-running one)
+                archive_sha256, archive_bytes = _archive(
+                    tmp, project=project, number=number, data_as_of=result.manifest["data_as_of"]
+                )
             release = Release.objects.create(
                 project=project,
                 number=number,
+                archive_sha256=archive_sha256,
+                archive_bytes=archive_bytes,
                 directory=directory,
                 manifest=result.manifest,
                 manifest_sha256=result.manifest_digest.sha256,
@@ -282,6 +302,22 @@ def _publish(*, job: ExportJob, tmp, result) -> Release:
         if final is not None and final.exists() and not tmp.exists():
             shutil.rmtree(final, ignore_errors=True)  # moved, but the commit failed
         raise
+    return release
+
+
+def release_archive_prepare(*, release: Release) -> Release:
+    """Give a release published before archives existed its archive index and checksum (once:
+    later requests find them). Idempotent; concurrent first requests write the same bytes."""
+    if release.archive_sha256 and (release_dir(release) / ARCHIVE_INDEX).is_file():
+        return release
+    sha256, size = _archive(
+        release_dir(release),
+        project=release.project,
+        number=release.number,
+        data_as_of=release.manifest.get("data_as_of"),
+    )
+    Release.objects.filter(pk=release.pk).update(archive_sha256=sha256, archive_bytes=size)
+    release.archive_sha256, release.archive_bytes = sha256, size
     return release
 
 

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db.models import Count, Max
 from django.http import Http404
 
+from exports.archive import ArchiveLayout, archive_time
 from exports.models import ExportJob, Release, ReleaseSettings
 from projects.models import Item, Project, Stage
 
@@ -253,3 +254,10 @@ def exclusions_by_reason(*, project: Project) -> dict[str, int]:
         .order_by("excluded_reason")
     )
     return {(r["excluded_reason"] or "excluded by a lead (no reason given)"): r["n"] for r in rows}
+
+
+def release_archive_layout(release: Release) -> ArchiveLayout:
+    """The release's zip archive as a layout over its files (exports.archive); its index was
+    written when the release was published (exports.services.release_archive_prepare for
+    releases published before archives existed)."""
+    return ArchiveLayout(release_dir(release), when=archive_time(release.manifest.get("data_as_of")))
