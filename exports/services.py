@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -30,8 +31,9 @@ from core.jobs import (
 from core.models import ACTIVE
 from exports.archive import ARCHIVE_INDEX, ArchiveLayout, archive_index_write, archive_name, archive_time
 from exports.build import release_build
-from exports.models import DedupScan, ExportJob, NearDuplicatePair, PairStatus, Release
-from exports.selectors import release_dir, released_gold_queryset, releases_root, split_plan
+from exports.hub import HubConfigError, check_repo_id, hub_push_folder, hub_token
+from exports.models import DedupScan, ExportJob, HubPush, NearDuplicatePair, PairStatus, Release, ReleaseSettings
+from exports.selectors import release_dir, release_settings_get, released_gold_queryset, releases_root, split_plan
 from lib.hamming import near_duplicate_pairs
 from lib.phash import phash_int
 from projects.models import Item, Project
@@ -319,6 +321,117 @@ def release_archive_prepare(*, release: Release) -> Release:
     Release.objects.filter(pk=release.pk).update(archive_sha256=sha256, archive_bytes=size)
     release.archive_sha256, release.archive_bytes = sha256, size
     return release
+
+
+# ------------------------------------------------------------------------------------------
+# Release settings and publishing outward
+# ------------------------------------------------------------------------------------------
+
+SETTINGS_FIELDS = (
+    "pretty_name",
+    "license",
+    "license_name",
+    "license_url",
+    "summary",
+    "motivation",
+    "creators",
+    "funding",
+    "languages",
+    "task_categories",
+    "collection",
+    "annotators",
+    "intended_uses",
+    "prohibited_uses",
+    "limitations",
+    "personal_information",
+    "maintenance",
+    "contact",
+    "homepage",
+    "citation",
+    "content_warning",
+    "hub_repo",
+)
+_LICENSE_ID = re.compile(r"^[a-z0-9][a-z0-9.+-]{0,59}$")
+_LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
+_TASK = re.compile(r"^[a-z0-9][a-z0-9-]{1,59}$")
+
+
+def release_settings_update(*, project: Project, user, data: dict) -> ReleaseSettings:
+    """Save what the card and datasheet of the next releases say (published ones keep theirs).
+
+    Raises Invalid with per-field messages; the form re-renders with them."""
+    errors: dict[str, str] = {}
+    values = {name: str(data.get(name, "") or "").strip() for name in SETTINGS_FIELDS}
+    values["license"] = values["license"].lower() or "other"
+    if not _LICENSE_ID.match(values["license"]):
+        errors["license"] = "a license id such as cc-by-4.0, cc-by-nc-sa-4.0, mit or other"
+    if values["license"] == "other" and not values["license_name"]:
+        errors["license_name"] = "name the license when the id is 'other'"
+    for name in ("license_url", "homepage"):
+        if values[name] and not re.match(r"^https?://\S+$", values[name]):
+            errors[name] = "an http(s) URL"
+    langs = [x.strip() for x in values["languages"].split(",") if x.strip()]
+    if any(not _LANGUAGE.match(x) for x in langs):
+        errors["languages"] = "ISO 639 codes separated by commas, e.g. en, hi"
+    tasks = [x.strip() for x in values["task_categories"].split(",") if x.strip()]
+    if any(not _TASK.match(x) for x in tasks):
+        errors["task_categories"] = "Hugging Face task ids separated by commas, e.g. image-classification"
+    if values["hub_repo"]:
+        try:
+            check_repo_id(values["hub_repo"])
+        except HubConfigError as exc:
+            errors["hub_repo"] = str(exc)
+    for name, limit in (("pretty_name", 200), ("license_name", 200), ("contact", 300), ("hub_repo", 200)):
+        if len(values[name]) > limit:
+            errors[name] = f"at most {limit} characters"
+    if errors:
+        raise Invalid("Some release settings need attention.", errors=errors)
+    values["languages"], values["task_categories"] = ", ".join(langs), ", ".join(tasks)
+    with transaction.atomic():
+        settings_row, _ = ReleaseSettings.objects.select_for_update().get_or_create(project=project)
+        for name, value in values.items():
+            setattr(settings_row, name, value)
+        settings_row.updated_by = user
+        settings_row.save()
+    return settings_row
+
+
+def hub_push_start(*, release: Release, user, repo_id: str = "", enqueue: bool = True) -> HubPush:
+    """Queue a push of a published release to a Hub dataset repo (the project's ``hub_repo``
+    unless given). Refused when no repo is named or the worker has no token."""
+    repo_id = repo_id or release_settings_get(project=release.project).hub_repo
+    try:
+        repo_id = check_repo_id(repo_id)
+        hub_token()
+    except HubConfigError as exc:
+        raise Invalid(f"Cannot push to the Hugging Face Hub: {exc}.") from None
+    with transaction.atomic():
+        push = HubPush.objects.create(
+            project=release.project, release=release, repo_id=repo_id, created_by=user, phase="queued"
+        )
+        if enqueue:
+            job_enqueue(push)
+    return push
+
+
+def hub_push_run(*, push_id: int) -> HubPush | None:
+    return job_run(HubPush, push_id, _push)
+
+
+def _push(push: HubPush, progress: Progress) -> None:
+    release = push.release
+    progress(phase="uploading", force=True)
+    try:
+        commit = hub_push_folder(
+            folder=release_dir(release),
+            repo_id=push.repo_id,
+            message=f"{release.project.name} v{release.number} (Concord release, manifest sha256 "
+            f"{release.manifest_sha256[:12]})",
+            description=f"Manifest sha256 {release.manifest_sha256}; archive sha256 {release.archive_sha256}.",
+        )
+    except HubConfigError as exc:
+        raise JobFailed(str(exc)) from None
+    job_finish(push, commit_url=commit.url, files=commit.files, phase="pushed")
 
 
 # ------------------------------------------------------------------------------------------

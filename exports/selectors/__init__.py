@@ -27,6 +27,7 @@ from exports.selectors.releases import (  # noqa: F401
     exclusions_by_reason,
     export_job_get_for_project,
     export_jobs_for_project,
+    hub_pushes_for_release,
     release_archive_layout,
     release_card_settings,
     release_diff,

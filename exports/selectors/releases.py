@@ -14,7 +14,7 @@ from django.db.models import Count, Max
 from django.http import Http404
 
 from exports.archive import ArchiveLayout, archive_time
-from exports.models import ExportJob, Release, ReleaseSettings
+from exports.models import ExportJob, HubPush, Release, ReleaseSettings
 from projects.models import Item, Project, Stage
 
 # ------------------------------------------------------------------------------------------
@@ -261,3 +261,7 @@ def release_archive_layout(release: Release) -> ArchiveLayout:
     written when the release was published (exports.services.release_archive_prepare for
     releases published before archives existed)."""
     return ArchiveLayout(release_dir(release), when=archive_time(release.manifest.get("data_as_of")))
+
+
+def hub_pushes_for_release(*, release: Release, limit: int = 5):
+    return HubPush.objects.filter(release=release).select_related("release", "created_by")[:limit]
