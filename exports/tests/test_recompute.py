@@ -142,3 +142,69 @@ def test_items_whose_annotations_are_not_released_are_not_counted(disagreeing_re
     anns = {a["item_id"] for a in read_jsonl(root / "annotations.jsonl")}
     assert anns == released
     assert report["n_items"] == len(released)
+
+
+def test_done_one_archive_over_rest_loads_in_every_tool_and_recomputes(
+    disagreeing_release, researcher, tmp_path, monkeypatch
+):
+    """Issue 16, "done means": download the release over REST as one archive and load it with
+    datasets, mlcroissant, pycocotools, pandas and pyarrow; recompute its agreement figures."""
+    import hashlib
+    import io
+    import zipfile
+
+    import datasets
+    import mlcroissant as mlc
+    import pandas as pd
+    import pyarrow.parquet as pq
+    from pycocotools.coco import COCO
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    release = disagreeing_release
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=researcher)[0].key}")
+    detail = client.get(f"/api/projects/p1/releases/{release.number}/").json()
+    response = client.get(detail["archive"]["url"])
+    assert response.status_code == 200
+    data = b"".join(response.streaming_content)
+    assert hashlib.sha256(data).hexdigest() == detail["archive"]["sha256"] and len(data) == detail["archive"]["bytes"]
+    zipfile.ZipFile(io.BytesIO(data)).extractall(tmp_path / "download")
+    root = tmp_path / "download" / f"p1-v{release.number}"
+    manifest = json.loads((root / "manifest.json").read_text())
+    assert hashlib.sha256((root / "manifest.json").read_bytes()).hexdigest() == detail["manifest_sha256"]
+    for name, meta in manifest["files"].items():  # every file arrived intact
+        assert hashlib.sha256((root / name).read_bytes()).hexdigest() == meta["sha256"], name
+    counts = manifest["counts"]["by_split"]
+    assert all(counts[s] > 0 for s in ("train", "val", "test"))
+
+    ds = datasets.load_dataset(str(root), cache_dir=str(tmp_path / "hf"))
+    assert {s: ds[s].num_rows for s in ds} == {
+        "train": counts["train"],
+        "validation": counts["val"],
+        "test": counts["test"],
+    }
+    assert isinstance(ds["train"].features["image_data"], datasets.Image)
+
+    croissant = mlc.Dataset(jsonld=str(root / "croissant.json"))
+    assert len(list(croissant.records(record_set="records"))) == sum(counts.values())
+
+    for split in ("train", "val", "test"):
+        coco = COCO(str(root / f"coco/{split}.json"))
+        assert len(coco.imgs) == counts[split]
+
+    df = pd.read_json(root / "records.jsonl", lines=True)
+    table = pq.read_table(root / "records.parquet")
+    assert df["item_id"].tolist() == table.column("item_id").to_pylist()
+    anns = pd.read_parquet(root / "annotations.parquet")
+    assert len(anns) == manifest["counts"]["annotations"]
+
+    report = json.loads((root / "agreement.json").read_text())
+    mine = recompute(root)
+    for field in report["fields"]:
+        for fig in field["figures"]:
+            value, n = mine[(field["field"], fig["key"])]
+            assert fig["n"] == n
+            assert (fig["value"] is None and value is None) or fig["value"] == pytest.approx(value, abs=1e-6)
