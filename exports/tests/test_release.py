@@ -17,6 +17,7 @@ from annotation.models import Annotation
 from candidates.factories import candidates_create
 from candidates.selectors import candidates_with_identity
 from core.errors import Busy, Invalid
+from exports.archive import ARCHIVE_INDEX
 from exports.factories import annotate_all, gold_create, items_import, recompressed
 from exports.models import ExportJob, NearDuplicatePair, Release
 from exports.selectors import candidates_by_item, release_dir, releases_root
@@ -63,7 +64,11 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
     root = release_dir(v1)
     m = v1.manifest
     assert v1.number == 1 and v1.directory == f"{project.pk}/v1" and v1.record_count == 11
-    on_disk = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.parent.name != "images")
+    on_disk = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and p.parent.name != "images" and p.name != ARCHIVE_INDEX
+    )
     assert on_disk == sorted([*m["files"], "manifest.json"])
     per_split = {
         f"{kind}/{s}.{ext}"
@@ -179,8 +184,9 @@ def test_same_state_twice_gives_byte_identical_files(project, v1, lead):
     v2 = build(project, lead)
     assert v2.number == 2 and v2.manifest_sha256 == v1.manifest_sha256
     a, b = release_dir(v1), release_dir(v2)
-    names = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
-    assert names == sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file())
+    # the archive index is not a release file: its entries name the archive folder (p1-v1/...)
+    names = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file() and p.name != ARCHIVE_INDEX)
+    assert names == sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file() and p.name != ARCHIVE_INDEX)
     for name in names:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 

@@ -136,7 +136,8 @@ def test_releases_pages(
     assert "/p/p1/releases/v1/" in html and "build-release" not in html
     page = client.get("/p/p1/releases/v1/").content.decode()
     assert release.manifest["files"]["records.parquet"]["sha256"] in page and 'id="integrity">passed' in page
-    assert "/api/projects/p1/releases/1/files/records.jsonl" in page and "dataset release" in page
+    assert "/api/projects/p1/releases/1/files/records.jsonl" in page and "## Motivation" in page
+    assert "/api/projects/p1/releases/1/archive" in page
     assert client.get("/p/p1/releases/v9/").status_code == 404
     assert client.get("/p/p1/releases/diff/?from=1&to=x").status_code == 404
 
