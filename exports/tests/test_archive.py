@@ -100,3 +100,22 @@ def test_zip64_when_entries_exceed_the_classic_limit(tmp_path):
     assert len(data) == layout.size
     zf = zipfile.ZipFile(io.BytesIO(data))
     assert len(zf.namelist()) == 70_000 and zf.read("many/images/00001.txt") == b"x"
+
+
+def test_an_image_whose_licence_forbids_redistribution_is_in_no_shipped_byte(release, researcher, dup_gold):
+    """Archive, per-split Parquet (image_data), Hub files: none carries a non-redistributable image."""
+    from projects.imaging import image_path
+
+    data = body(api(researcher).get(f"/api/projects/p1/releases/{release.number}/archive"))
+    root = release_dir(release)
+    parquet = b"".join((root / f"records/{s}.parquet").read_bytes() for s in ("train", "val", "test"))
+    withheld = [i for i in dup_gold if not i.redistributable and i.source_id != "s3"]
+    shipped = [i for i in dup_gold if i.redistributable]
+    assert withheld and shipped
+    for item in withheld:
+        raw = image_path(item.image).read_bytes()
+        assert raw not in data and raw[:4096] not in data, item.source_id
+        assert raw[:4096] not in parquet, item.source_id
+    for item in shipped:  # the check can fail: shipped images are found by the same search
+        raw = image_path(item.image).read_bytes()
+        assert raw in data and raw[:4096] in parquet, item.source_id

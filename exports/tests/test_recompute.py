@@ -141,6 +141,9 @@ def test_items_whose_annotations_are_not_released_are_not_counted(disagreeing_re
     assert dup_items[3].pk not in released and dup_items[11].pk not in released
     anns = {a["item_id"] for a in read_jsonl(root / "annotations.jsonl")}
     assert anns == released
+    # the datasheet counts exclusions by reason
+    assert disagreeing_release.manifest["exclusions_by_reason"] == {"excluded by a lead (no reason given)": 1}
+    assert "excluded by a lead (no reason given) | 1 |" in (root / "README.md").read_text()
     assert report["n_items"] == len(released)
 
 
