@@ -181,7 +181,7 @@ def release_settings_save(request, slug):
         release_settings_update(project=project, user=request.user, data=data)
     except Invalid as exc:
         context = _releases_context(project, is_lead=True, settings_values=data, settings_errors=exc.errors or {})
-        return render(request, "exports/releases.html", context, status=400)
+        return render(request, "exports/releases.html", context)  # the form again, errors by its fields
     messages.info(request, "Release settings saved: the next release's card and datasheet use them.")
     return redirect("releases_page", slug=project.slug)
 
