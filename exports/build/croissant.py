@@ -126,12 +126,17 @@ def croissant(*, manifest: dict, digests: dict) -> dict:
     p = manifest["project"]
     files = [_file_object(name, d) for name, d in sorted(digests.items()) if not name.startswith("images/")]
     gold_fields = []
+    references = set(manifest.get("reference_fields") or [])
     for spec in manifest["schema"]["fields"]:
         t = _gold_type(spec)
-        if t is not None:
-            gold_fields.append(
-                _field("records", "records.jsonl", f"gold.{spec['name']}", t, spec.get("label") or spec["name"])
-            )
+        if t is None:
+            continue
+        described = spec.get("label") or spec["name"]
+        field = _field("records", "records.jsonl", f"gold.{spec['name']}", t, described)
+        if spec["name"] in references:
+            field["repeated"] = True  # every annotator's value, in order of submission
+            field["description"] = f"{described} (one per annotator: references are kept, not adjudicated)"
+        gold_fields.append(field)
     record_sets = [
         {
             "@type": "cr:RecordSet",

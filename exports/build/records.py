@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from annotation.models import Annotation
 from exports.build.tables import IMAGE_BATCH_ROWS, IMAGE_DATA_TYPE, jsonl_to_parquet, split_twin
 from exports.build.ticker import READ_CHUNK, _Ticker
 from exports.selectors import (
@@ -25,14 +26,30 @@ from projects.imaging import image_path
 from projects.models import Project
 
 
-def _pseudonymize_provenance(provenance: dict, pseudonyms: dict) -> dict:
-    """Gold provenance with the reviewer's user id replaced by their pseudonym."""
+def _pseudonymize_provenance(provenance: dict, pseudonyms: dict, authors: dict | None = None) -> dict:
+    """Gold provenance with the reviewer's user id replaced by their pseudonym, and the kept
+    references' annotation ids (a references workflow) by their annotators' pseudonyms, in
+    the same order as the gold list: database ids never leave."""
     out = {}
     for name, entry in (provenance or {}).items():
         if isinstance(entry, dict) and "decided_by" in entry:
             entry = {**entry, "decided_by": pseudonyms.get(("reviewer", entry["decided_by"]))}
+        if isinstance(entry, dict) and isinstance(entry.get("annotations"), list):
+            entry = {k: v for k, v in entry.items() if k != "annotations"}
+            entry["annotators"] = [(authors or {}).get(pk) for pk in provenance[name]["annotations"]]
         out[name] = entry
     return out
+
+
+def _reference_authors(project: Project, pseudonyms: dict) -> dict[int, str]:
+    """{annotation id: annotator pseudonym} when the workflow keeps references (else empty:
+    nothing to map, nothing loaded)."""
+    if not project.get_workflow().reference_fields():
+        return {}
+    rows = Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED).values_list(
+        "pk", "kind", "annotator_id"
+    )
+    return {pk: pseudonyms.get((kind, who)) for pk, kind, who in rows.iterator(chunk_size=READ_CHUNK)}
 
 
 def _image_entry(item, included: bool) -> dict:
@@ -49,7 +66,9 @@ def _image_entry(item, included: bool) -> dict:
     }
 
 
-def _record(*, gold, item, split: str, group: int, fields: list[dict], pseudonyms: dict, image: dict) -> dict:
+def _record(
+    *, gold, item, split: str, group: int, fields: list[dict], pseudonyms: dict, image: dict, authors: dict
+) -> dict:
     values = gold.values or {}
     return {
         "item_id": item.pk,
@@ -68,7 +87,7 @@ def _record(*, gold, item, split: str, group: int, fields: list[dict], pseudonym
             f["name"]: REGISTRY[f["type"]].export(f, values.get(f["name"], REGISTRY[f["type"]].absent(f)))
             for f in fields
         },
-        "provenance": _pseudonymize_provenance(gold.provenance, pseudonyms),
+        "provenance": _pseudonymize_provenance(gold.provenance, pseudonyms, authors),
         "gold_revision": gold.revision,
         "schema_version": gold.schema_version,
         "lexicon_version": gold.lexicon_version,
@@ -153,6 +172,7 @@ def _write_records(
     }
     data_as_of = None
     done = 0
+    authors = _reference_authors(project, pseudonyms)
     qs = released_gold_queryset(project=project).select_related("item").order_by("item_id")
     try:
         for gold in qs.iterator(chunk_size=READ_CHUNK):
@@ -184,6 +204,7 @@ def _write_records(
                 fields=fields,
                 pseudonyms=pseudonyms,
                 image=image,
+                authors=authors,
             )
             jsonl.write(record)
             per_split[split].write(record)

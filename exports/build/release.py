@@ -125,6 +125,8 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             "schema_version": project.schema_version,
         },
         "schema": project.schema,
+        # Fields whose gold is the list of every annotator's value (a references workflow).
+        "reference_fields": project.get_workflow().reference_fields(),
         "card": card,
         "data_as_of": data_as_of,
         "annotators_per_item": project.annotators_per_item,
