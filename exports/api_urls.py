@@ -13,6 +13,11 @@ urlpatterns = [
         name="api_release_manifest",
     ),
     path(
+        "projects/<slug:slug>/releases/<int:number>/archive",
+        apis.ReleaseArchiveApi.as_view(),
+        name="api_release_archive",
+    ),
+    path(
         "projects/<slug:slug>/releases/<int:number>/records",
         apis.ReleaseRecordsApi.as_view(),
         name="api_release_records",

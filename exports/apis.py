@@ -15,10 +15,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.apis import ErrorOutput, JobOutput
+from exports.archive import archive_name
 from exports.models import Release
-from exports.ranges import ranged_file_response
+from exports.ranges import ranged_file_response, ranged_response
 from exports.selectors import (
     export_job_get_for_project,
+    release_archive_layout,
     release_diff,
     release_file_get,
     release_files,
@@ -26,7 +28,7 @@ from exports.selectors import (
     release_records,
     releases_for_project,
 )
-from exports.services import export_job_start
+from exports.services import export_job_start, release_archive_prepare
 from exports.splitting import SPLITS
 from exports.views import LEAD, RELEASE_READERS
 from projects.access import project_get_for_user
@@ -76,9 +78,18 @@ class ReleaseOutput(serializers.ModelSerializer):
 class ReleaseDetailOutput(ReleaseOutput):
     files = serializers.SerializerMethodField()
     manifest = serializers.JSONField()
+    archive = serializers.SerializerMethodField(help_text="The whole release as one zip: url, sha256, bytes.")
 
     class Meta(ReleaseOutput.Meta):
-        fields = [*ReleaseOutput.Meta.fields, "files", "manifest"]
+        fields = [*ReleaseOutput.Meta.fields, "files", "manifest", "archive"]
+
+    def get_archive(self, obj) -> dict:
+        return {
+            "url": reverse("api_release_archive", args=[obj.project.slug, obj.number]),
+            "name": archive_name(obj.project.slug, obj.number) + ".zip",
+            "sha256": obj.archive_sha256 or None,
+            "bytes": obj.archive_bytes or None,
+        }
 
     def get_files(self, obj) -> list[dict]:
         return [
@@ -140,6 +151,33 @@ class ReleaseManifestApi(APIView):
     def get(self, request, slug, number):
         project = project_get_for_user(user=request.user, slug=slug, roles=RELEASE_READERS)
         return _file_response(request, release_get_for_project(project=project, number=number), "manifest.json")
+
+
+class ReleaseArchiveApi(APIView):
+    """The whole release as one stored zip (records, annotations, candidates, reports, card,
+    Croissant, redistributable images), streamed from the files: ETag = the archive's sha256
+    (``archive_sha256`` of the release), Range for resumable downloads."""
+
+    renderer_classes = [JSONRenderer, AnyMediaRenderer]
+
+    @extend_schema(responses=FILE_RESPONSES)
+    def get(self, request, slug, number):
+        project = project_get_for_user(user=request.user, slug=slug, roles=RELEASE_READERS)
+        release = release_archive_prepare(release=release_get_for_project(project=project, number=number))
+        layout = release_archive_layout(release)
+
+        def whole():
+            return StreamingHttpResponse(layout.read(), content_type="application/zip")
+
+        return ranged_response(
+            request,
+            size=layout.size,
+            sha256=release.archive_sha256,
+            content_type="application/zip",
+            filename=archive_name(project.slug, release.number) + ".zip",
+            whole=whole,
+            part=lambda start, length: layout.read(start, length),
+        )
 
 
 class RecordsQueryInput(serializers.Serializer):

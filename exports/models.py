@@ -109,6 +109,10 @@ class Release(models.Model):
     manifest = models.JSONField(help_text="manifest.json: schema version, counts, sha256 of every file.")
     manifest_sha256 = models.CharField(max_length=64, help_text="sha256 of manifest.json; equal => identical release.")
     record_count = models.PositiveIntegerField(default=0)
+    archive_sha256 = models.CharField(
+        max_length=64, blank=True, help_text="sha256 of the release's zip archive (exports.archive), its ETag."
+    )
+    archive_bytes = models.PositiveBigIntegerField(default=0, help_text="Size of the zip archive in bytes.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -122,3 +126,87 @@ class Release(models.Model):
     @property
     def label(self) -> str:
         return f"v{self.number}"
+
+
+DEFAULT_CONTENT_WARNING = (
+    "This dataset contains memes that may be offensive, hateful or disturbing (attacks on groups, "
+    "slurs, violent or sexual imagery). They are collected to study and detect such content; view "
+    "them with care."
+)
+
+
+class ReleaseSettings(models.Model):
+    """What a lead says about the dataset in every release's card and datasheet (Hugging Face
+    front matter, Gebru et al. datasheet, Croissant): snapshotted into each release's manifest
+    when it is built, so editing them never changes a published release."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="release_settings")
+    pretty_name = models.CharField(
+        max_length=200, blank=True, help_text="Dataset name on the card (default: project name)."
+    )
+    license = models.CharField(
+        max_length=60,
+        default="other",
+        help_text="Hugging Face / SPDX-style license id of the annotations, e.g. cc-by-4.0, cc-by-nc-sa-4.0, other.",
+    )
+    license_name = models.CharField(max_length=200, blank=True, help_text="Full license name (needed for 'other').")
+    license_url = models.URLField(blank=True, help_text="Where the license text is.")
+    summary = models.TextField(blank=True, help_text="One paragraph: what the dataset is.")
+    motivation = models.TextField(
+        blank=True, help_text="Why the dataset was created, for which task, filling which gap."
+    )
+    creators = models.TextField(blank=True, help_text="One per line: name (affiliation).")
+    funding = models.TextField(blank=True, help_text="Who funded the creation (grants, numbers).")
+    languages = models.CharField(
+        max_length=200, blank=True, help_text="ISO 639-1 codes, comma separated (default: the items' languages)."
+    )
+    task_categories = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Hugging Face task categories, comma separated (default from the preset).",
+    )
+    collection = models.TextField(blank=True, help_text="How and where the memes were collected, over what period.")
+    annotators = models.TextField(
+        blank=True, help_text="Who annotated (recruitment, training, pay, demographics where known and consented)."
+    )
+    intended_uses = models.TextField(blank=True, help_text="What the dataset is for.")
+    prohibited_uses = models.TextField(blank=True, help_text="Uses the creators forbid or advise against.")
+    limitations = models.TextField(blank=True, help_text="Known biases and limitations.")
+    personal_information = models.TextField(
+        blank=True, help_text="Personal or sensitive information the data may contain, and what was done about it."
+    )
+    maintenance = models.TextField(blank=True, help_text="Who maintains the dataset, how errata and updates come out.")
+    contact = models.CharField(max_length=300, blank=True, help_text="Contact for questions and takedown requests.")
+    homepage = models.URLField(blank=True)
+    citation = models.TextField(blank=True, help_text="BibTeX entry researchers should cite.")
+    content_warning = models.TextField(default=DEFAULT_CONTENT_WARNING, blank=True)
+    hub_repo = models.CharField(
+        max_length=200, blank=True, help_text="Hugging Face Hub dataset repo (owner/name) releases are pushed to."
+    )
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "release settings"
+        verbose_name_plural = "release settings"
+
+    def __str__(self) -> str:
+        return f"release settings of {self.project.slug}"
+
+
+class HubPush(Job):
+    """Pushing a published release to a Hugging Face Hub dataset repo (core.jobs)."""
+
+    kind = "hub-push"
+    task_name = "exports.push_to_hub"
+    detail_template = "exports/_push_detail.html"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="hub_pushes")
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="hub_pushes")
+    repo_id = models.CharField(max_length=200, help_text="owner/name of the Hub dataset repo.")
+    commit_url = models.CharField(max_length=500, blank=True, help_text="The Hub commit, once pushed.")
+    files = models.PositiveIntegerField(default=0, help_text="Files sent.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "push to the Hugging Face Hub"

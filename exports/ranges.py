@@ -9,6 +9,7 @@ end gets ``416`` with ``Content-Range: bytes */size``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from django.http import FileResponse, HttpResponse, StreamingHttpResponse
@@ -73,8 +74,33 @@ def ranged_file_response(
     request, path: Path, *, sha256: str, content_type: str, filename: str, attachment: bool = True
 ):
     """Serve ``path`` with ETag = its sha256, conditional GET and single byte ranges."""
+    return ranged_response(
+        request,
+        size=path.stat().st_size,
+        sha256=sha256,
+        content_type=content_type,
+        filename=filename,
+        attachment=attachment,
+        whole=lambda: FileResponse(open(path, "rb"), content_type=content_type),
+        part=lambda start, length: _read(path, start, length),
+    )
+
+
+def ranged_response(
+    request,
+    *,
+    size: int,
+    sha256: str,
+    content_type: str,
+    filename: str,
+    whole: Callable[[], HttpResponse | StreamingHttpResponse],
+    part: Callable[[int, int], Iterator[bytes]],
+    attachment: bool = True,
+):
+    """Conditional GET and single byte ranges for any representation of known ``size`` and
+    sha256: ``whole()`` makes the full response, ``part(start, length)`` yields a range (a
+    file, or a release archive streamed from its files: exports.archive)."""
     etag = f'"{sha256}"'
-    size = path.stat().st_size
     common = {
         "ETag": etag,
         "Accept-Ranges": "bytes",
@@ -99,10 +125,11 @@ def ranged_file_response(
         response["Accept-Ranges"] = "bytes"
         return response
     if byte_range is None:
-        response = FileResponse(open(path, "rb"), content_type=content_type)  # noqa: SIM115 - closed by Django
+        response = whole()
+        response["Content-Length"] = str(size)
     else:
         start, end = byte_range
-        response = StreamingHttpResponse(_read(path, start, end - start + 1), status=206, content_type=content_type)
+        response = StreamingHttpResponse(part(start, end - start + 1), status=206, content_type=content_type)
         response["Content-Length"] = str(end - start + 1)
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
     for k, v in common.items():

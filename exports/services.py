@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -28,9 +29,11 @@ from core.jobs import (
     job_run,
 )
 from core.models import ACTIVE
+from exports.archive import ARCHIVE_INDEX, ArchiveLayout, archive_index_write, archive_name, archive_time
 from exports.build import release_build
-from exports.models import DedupScan, ExportJob, NearDuplicatePair, PairStatus, Release
-from exports.selectors import released_gold_queryset, releases_root, split_plan
+from exports.hub import HubConfigError, check_repo_id, hub_push_folder, hub_token
+from exports.models import DedupScan, ExportJob, HubPush, NearDuplicatePair, PairStatus, Release, ReleaseSettings
+from exports.selectors import release_dir, release_settings_get, released_gold_queryset, releases_root, split_plan
 from lib.hamming import near_duplicate_pairs
 from lib.phash import phash_int
 from projects.models import Item, Project
@@ -250,11 +253,23 @@ def _build(job: ExportJob, progress: Progress) -> None:
         progress(done, total, phase=phase)
 
     result = release_build(project=project, plan=plan, dest=tmp, progress=tick)
+    progress(phase="archive", force=True)
+    # One active build per project (a constraint): the next number is this build's, so the
+    # archive (whose folder name holds it) is laid out and hashed here, outside the lock.
+    number = (Release.objects.filter(project=project).aggregate(n=Max("number"))["n"] or 0) + 1
+    archive = _archive(tmp, project=project, number=number, data_as_of=result.manifest["data_as_of"])
     progress(phase="publishing", force=True)
-    _publish(job=job, tmp=tmp, result=result)
+    _publish(job=job, tmp=tmp, result=result, archive=(number, *archive))
 
 
-def _publish(*, job: ExportJob, tmp, result) -> Release:
+def _archive(folder: Path, *, project: Project, number: int, data_as_of) -> tuple[str, int]:
+    """Write the archive index of ``folder`` and return the archive's (sha256, bytes)."""
+    archive_index_write(folder, prefix=archive_name(project.slug, number) + "/")
+    layout = ArchiveLayout(folder, when=archive_time(data_as_of))
+    return layout.sha256(), layout.size
+
+
+def _publish(*, job: ExportJob, tmp, result, archive: tuple[int, str, int]) -> Release:
     project = job.project
     final = None
     try:
@@ -266,9 +281,16 @@ def _publish(*, job: ExportJob, tmp, result) -> Release:
             final.parent.mkdir(parents=True, exist_ok=True)
             if final.exists():  # left by a crash between the move and the commit: never published
                 shutil.rmtree(final)
+            expected, archive_sha256, archive_bytes = archive
+            if number != expected:  # another build published meanwhile (a cancelled, still-running one)
+                archive_sha256, archive_bytes = _archive(
+                    tmp, project=project, number=number, data_as_of=result.manifest["data_as_of"]
+                )
             release = Release.objects.create(
                 project=project,
                 number=number,
+                archive_sha256=archive_sha256,
+                archive_bytes=archive_bytes,
                 directory=directory,
                 manifest=result.manifest,
                 manifest_sha256=result.manifest_digest.sha256,
@@ -283,6 +305,133 @@ def _publish(*, job: ExportJob, tmp, result) -> Release:
             shutil.rmtree(final, ignore_errors=True)  # moved, but the commit failed
         raise
     return release
+
+
+def release_archive_prepare(*, release: Release) -> Release:
+    """Give a release published before archives existed its archive index and checksum (once:
+    later requests find them). Idempotent; concurrent first requests write the same bytes."""
+    if release.archive_sha256 and (release_dir(release) / ARCHIVE_INDEX).is_file():
+        return release
+    sha256, size = _archive(
+        release_dir(release),
+        project=release.project,
+        number=release.number,
+        data_as_of=release.manifest.get("data_as_of"),
+    )
+    Release.objects.filter(pk=release.pk).update(archive_sha256=sha256, archive_bytes=size)
+    release.archive_sha256, release.archive_bytes = sha256, size
+    return release
+
+
+# ------------------------------------------------------------------------------------------
+# Release settings and publishing outward
+# ------------------------------------------------------------------------------------------
+
+SETTINGS_FIELDS = (
+    "pretty_name",
+    "license",
+    "license_name",
+    "license_url",
+    "summary",
+    "motivation",
+    "creators",
+    "funding",
+    "languages",
+    "task_categories",
+    "collection",
+    "annotators",
+    "intended_uses",
+    "prohibited_uses",
+    "limitations",
+    "personal_information",
+    "maintenance",
+    "contact",
+    "homepage",
+    "citation",
+    "content_warning",
+    "hub_repo",
+)
+_LICENSE_ID = re.compile(r"^[a-z0-9][a-z0-9.+-]{0,59}$")
+_LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
+_TASK = re.compile(r"^[a-z0-9][a-z0-9-]{1,59}$")
+
+
+def release_settings_update(*, project: Project, user, data: dict) -> ReleaseSettings:
+    """Save what the card and datasheet of the next releases say (published ones keep theirs).
+
+    Raises Invalid with per-field messages; the form re-renders with them."""
+    errors: dict[str, str] = {}
+    values = {name: str(data.get(name, "") or "").strip() for name in SETTINGS_FIELDS}
+    values["license"] = values["license"].lower() or "other"
+    if not _LICENSE_ID.match(values["license"]):
+        errors["license"] = "a license id such as cc-by-4.0, cc-by-nc-sa-4.0, mit or other"
+    if values["license"] == "other" and not values["license_name"]:
+        errors["license_name"] = "name the license when the id is 'other'"
+    for name in ("license_url", "homepage"):
+        if values[name] and not re.match(r"^https?://\S+$", values[name]):
+            errors[name] = "an http(s) URL"
+    langs = [x.strip() for x in values["languages"].split(",") if x.strip()]
+    if any(not _LANGUAGE.match(x) for x in langs):
+        errors["languages"] = "ISO 639 codes separated by commas, e.g. en, hi"
+    tasks = [x.strip() for x in values["task_categories"].split(",") if x.strip()]
+    if any(not _TASK.match(x) for x in tasks):
+        errors["task_categories"] = "Hugging Face task ids separated by commas, e.g. image-classification"
+    if values["hub_repo"]:
+        try:
+            check_repo_id(values["hub_repo"])
+        except HubConfigError as exc:
+            errors["hub_repo"] = str(exc)
+    for name, limit in (("pretty_name", 200), ("license_name", 200), ("contact", 300), ("hub_repo", 200)):
+        if len(values[name]) > limit:
+            errors[name] = f"at most {limit} characters"
+    if errors:
+        raise Invalid("Some release settings need attention.", errors=errors)
+    values["languages"], values["task_categories"] = ", ".join(langs), ", ".join(tasks)
+    with transaction.atomic():
+        settings_row, _ = ReleaseSettings.objects.select_for_update().get_or_create(project=project)
+        for name, value in values.items():
+            setattr(settings_row, name, value)
+        settings_row.updated_by = user
+        settings_row.save()
+    return settings_row
+
+
+def hub_push_start(*, release: Release, user, repo_id: str = "", enqueue: bool = True) -> HubPush:
+    """Queue a push of a published release to a Hub dataset repo (the project's ``hub_repo``
+    unless given). Refused when no repo is named or the worker has no token."""
+    repo_id = repo_id or release_settings_get(project=release.project).hub_repo
+    try:
+        repo_id = check_repo_id(repo_id)
+        hub_token()
+    except HubConfigError as exc:
+        raise Invalid(f"Cannot push to the Hugging Face Hub: {exc}.") from None
+    with transaction.atomic():
+        push = HubPush.objects.create(
+            project=release.project, release=release, repo_id=repo_id, created_by=user, phase="queued"
+        )
+        if enqueue:
+            job_enqueue(push)
+    return push
+
+
+def hub_push_run(*, push_id: int) -> HubPush | None:
+    return job_run(HubPush, push_id, _push)
+
+
+def _push(push: HubPush, progress: Progress) -> None:
+    release = push.release
+    progress(phase="uploading", force=True)
+    try:
+        commit = hub_push_folder(
+            folder=release_dir(release),
+            repo_id=push.repo_id,
+            message=f"{release.project.name} v{release.number} (Concord release, manifest sha256 "
+            f"{release.manifest_sha256[:12]})",
+            description=f"Manifest sha256 {release.manifest_sha256}; archive sha256 {release.archive_sha256}.",
+        )
+    except HubConfigError as exc:
+        raise JobFailed(str(exc)) from None
+    job_finish(push, commit_url=commit.url, files=commit.files, phase="pushed")
 
 
 # ------------------------------------------------------------------------------------------

@@ -56,12 +56,68 @@ def group_ids(n_nodes: int, edges: np.ndarray) -> np.ndarray:
     return connected_groups(n_nodes, edges)
 
 
+def largest_remainder(total: int, ratios, *, at_least_one: bool = True) -> list[int]:
+    """Integer sizes summing to ``total`` proportional to ``ratios`` (Hamilton's method: floors,
+    then the leftover units to the largest fractional parts, ties to train, then val, then test).
+
+    With ``at_least_one`` a split with a positive ratio gets at least one item whenever there
+    are enough items for every such split (35 at 85/5/10 -> 30/2/3; 10 -> 8/1/1): the unit is
+    taken from the largest split, so no asked-for split is ever silently empty.
+    """
+    weight = sum(float(r) for r in ratios) or 1.0
+    quotas = [total * float(r) / weight for r in ratios]
+    sizes = [int(q) for q in quotas]
+    order = sorted(range(len(quotas)), key=lambda j: (-(quotas[j] - sizes[j]), j))
+    for j in order[: total - sum(sizes)]:
+        sizes[j] += 1
+    positive = [j for j, r in enumerate(ratios) if r > 0]
+    if at_least_one and total >= len(positive):
+        for j in positive:
+            if sizes[j] == 0:
+                donor = max(range(len(sizes)), key=lambda k: (sizes[k], -k))
+                sizes[donor] -= 1
+                sizes[j] += 1
+    return sizes
+
+
+def _stratum_targets(stratum_sizes: list[int], totals: list[int], ratios) -> list[list[int]]:
+    """Per stratum, per split, an item count: row sums are the strata sizes, column sums the
+    global ``totals`` (controlled rounding of ``size * ratio``: floors, then the leftover units
+    to the cells with the largest fractional parts where both the row and the column still
+    need one, then any column still short)."""
+    total = sum(stratum_sizes)
+    if total == 0:
+        return [[0, 0, 0] for _ in stratum_sizes]
+    shares = [t / total for t in totals]  # the global targets' shares (pins and minimums included)
+    cells = [[n * s for s in shares] for n in stratum_sizes]
+    out = [[int(c) for c in row] for row in cells]
+    row_need = [n - sum(row) for n, row in zip(stratum_sizes, out)]
+    col_need = [t - sum(out[s][j] for s in range(len(out))) for j, t in enumerate(totals)]
+    order = sorted(
+        ((s, j) for s in range(len(cells)) for j in range(3)),
+        key=lambda sj: (-(cells[sj[0]][sj[1]] - out[sj[0]][sj[1]]), sj[0], sj[1]),
+    )
+    for s, j in order:
+        if row_need[s] > 0 and col_need[j] > 0:
+            out[s][j] += 1
+            row_need[s] -= 1
+            col_need[j] -= 1
+    for s in range(len(out)):
+        while row_need[s] > 0:
+            j = max(range(3), key=lambda k: (col_need[k], -k))
+            out[s][j] += 1
+            row_need[s] -= 1
+            col_need[j] -= 1
+    return out
+
+
 def stratified_group_split(
     *,
     groups: np.ndarray,
     strata: np.ndarray,
     order_keys: np.ndarray,
     ratios=DEFAULT_RATIOS,
+    pinned: np.ndarray | None = None,
 ) -> np.ndarray:
     """Split code (0 train, 1 val, 2 test) per item.
 
@@ -69,14 +125,19 @@ def stratified_group_split(
     ``strata[i]``: stratum code of item i; a group takes the stratum of its first member (its
     smallest index), so that strata stay exact for the singletons that make up most data.
     ``order_keys[i]``: seeded pseudo-random key; a group's key is its first member's.
+    ``pinned[i]``: a split code the item must keep (a workflow stage pinned it before the
+    release, projects.workflow.split_for), or -1; a group with a pinned member goes there whole.
 
-    Within each stratum the groups are visited in key order and each goes to the split whose
-    item count is furthest below its target share of the items placed so far, including the
-    group (largest deficit first, ties to train, then val, then test). This is the
-    largest-remainder apportionment done online: every prefix of the order is within one group
-    of the ratios, so small strata still reach val and test and sizes track the ratios closely.
+    Sizes: the release's split sizes are the largest-remainder apportionment of the items
+    (``largest_remainder``: 35 items at 85/5/10 -> 30/2/3, never an empty split that was asked
+    for when there are items enough); pinned items count toward them; the rest is divided among
+    the strata by controlled rounding (``_stratum_targets``), so every stratum follows the
+    ratios as closely as whole items allow and the global sizes are still exact. Within a
+    stratum the groups are visited largest first, then in key order, and each goes to the split
+    furthest below its target that it fits in (ties to train, then val, then test): only a
+    group larger than every remaining gap can make a split miss its target.
     """
-    ratios = np.asarray(check_ratios(ratios), dtype=np.float64)
+    ratios = check_ratios(ratios)
     n = len(groups)
     out = np.full(n, UNASSIGNED, dtype=np.int8)
     if n == 0:
@@ -84,36 +145,91 @@ def stratified_group_split(
     _, first_index, group_of = np.unique(groups, return_index=True, return_inverse=True)
     group_of = group_of.reshape(-1)
     sizes = np.bincount(group_of)
+    n_groups = len(sizes)
+    g_pin = np.full(n_groups, UNASSIGNED, dtype=np.int8)
+    if pinned is not None:
+        pinned = np.asarray(pinned, dtype=np.int8)
+        has_pin = np.flatnonzero(pinned >= 0)
+        # The first pinned member (smallest index) decides for its group.
+        for i in has_pin[::-1].tolist():
+            g_pin[group_of[i]] = pinned[i]
+    totals = largest_remainder(n, ratios)
+    pinned_counts = [int(sizes[g_pin == j].sum()) for j in range(3)]
+    free_total = n - sum(pinned_counts)
+    free_totals = [max(t - p, 0) for t, p in zip(totals, pinned_counts)]
+    if sum(free_totals) != free_total:  # pins overfilled a split: share the rest by what is left
+        free_totals = largest_remainder(free_total, free_totals if sum(free_totals) else ratios, at_least_one=False)
     g_stratum = strata[first_index]
     g_key = order_keys[first_index]
-    # Visit order: by stratum, then by seeded key (ties, practically impossible, by position).
-    order = np.lexsort((first_index, g_key, g_stratum))
-    g_split = np.empty(len(sizes), dtype=np.int8)
-    # Plain Python floats in the loop: ~10x faster than numpy on 3-element arrays (1M groups ~1 s).
-    r0, r1, r2 = (float(r) for r in ratios)
-    stratum_list, size_list = g_stratum.tolist(), sizes.tolist()
-    choices = []
-    c0 = c1 = c2 = placed = 0.0
-    current = None
+    free = g_pin < 0
+    codes, stratum_of = np.unique(g_stratum[free], return_inverse=True)
+    stratum_sizes = np.bincount(stratum_of.reshape(-1), weights=sizes[free], minlength=len(codes)).astype(int)
+    targets = _stratum_targets(stratum_sizes.tolist(), free_totals, ratios)
+    target_of = {int(c): row for c, row in zip(codes.tolist(), targets)}
+    g_split = g_pin.copy()
+    # Within a stratum the largest groups go first (then by seeded key): the singletons left
+    # at the end fill each split up to its target exactly.
+    order = np.lexsort((first_index, g_key, -sizes, g_stratum))
+    size_list, stratum_list, free_list = sizes.tolist(), g_stratum.tolist(), free.tolist()
+    placed_by: dict[int, list[int]] = {c: [0, 0, 0] for c in target_of}
+    singles: dict[tuple[int, int], list[int]] = {}  # (split, stratum) -> singleton groups there
     for g in order.tolist():
-        if stratum_list[g] != current:
-            current = stratum_list[g]
-            c0 = c1 = c2 = placed = 0.0
+        if not free_list[g]:
+            continue
+        target, placed = target_of[stratum_list[g]], placed_by[stratum_list[g]]
         size = size_list[g]
-        placed += size
-        d0, d1, d2 = r0 * placed - c0, r1 * placed - c1, r2 * placed - c2
-        # First maximum wins: ties go to train, then val, then test.
-        if d0 >= d1 and d0 >= d2:
-            choices.append(0)
-            c0 += size
-        elif d1 >= d2:
-            choices.append(1)
-            c1 += size
-        else:
-            choices.append(2)
-            c2 += size
-    g_split[order] = np.asarray(choices, dtype=np.int8)
+        # The split furthest below its target among those the group fits in whole; if it fits
+        # in none, the split furthest below its target.
+        j = max(range(3), key=lambda k: (target[k] - placed[k] >= size, target[k] - placed[k], -k))
+        g_split[g] = j
+        placed[j] += size
+        if size == 1:
+            singles.setdefault((j, stratum_list[g]), []).append(g)
+    _repair_totals(g_split, free_totals, target_of, placed_by, singles)
     out[:] = g_split[group_of]
+    return out
+
+
+def _repair_totals(g_split, totals, target_of, placed_by, singles) -> None:
+    """A group that fitted no gap of its stratum (a pair in a stratum of two that asks 0/1/1)
+    leaves the global sizes off their targets: move singletons from a split above its total
+    to one below, each time from the stratum most above its own target in that split (the
+    latest-visited singleton there), until the totals hold or no singleton can move."""
+    counts = [sum(p[j] for p in placed_by.values()) for j in range(3)]
+    while True:
+        over = [j for j in range(3) if counts[j] > totals[j]]
+        under = [k for k in range(3) if counts[k] < totals[k]]
+        if not over or not under:
+            return
+        moved = False
+        for j in over:
+            options = [s for (split, s), groups in singles.items() if split == j and groups]
+            if not options:
+                continue
+            s = max(options, key=lambda c: (placed_by[c][j] - target_of[c][j], -c))
+            k = max(under, key=lambda u: (target_of[s][u] - placed_by[s][u], -u))
+            g = singles[(j, s)].pop()
+            g_split[g] = k
+            placed_by[s][j] -= 1
+            placed_by[s][k] += 1
+            counts[j] -= 1
+            counts[k] += 1
+            moved = True
+            break
+        if not moved:
+            return
+
+
+def split_shortfalls(*, sizes: dict, ratios, total: int) -> list[dict]:
+    """Splits with fewer items than asked (the largest-remainder size of ``total``), e.g. a
+    val split emptied because every candidate item was in one big near-duplicate group: shown
+    on the splits page and in the datasheet, never silent."""
+    asked = largest_remainder(total, check_ratios(ratios))
+    out = []
+    for name, want in zip(SPLITS, asked):
+        have = int(sizes.get(name, 0))
+        if have < want:
+            out.append({"split": name, "asked": want, "actual": have})
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from exports.models import ExportJob
-from exports.services import export_job_run, near_duplicates_scan_run
+from exports.services import export_job_run, hub_push_run, near_duplicates_scan_run
 
 DETECT_OPTIONS = {
     "acks_late": True,
@@ -43,3 +43,19 @@ def export_job_task(job_id: int) -> None:
     job = ExportJob.objects.filter(pk=job_id).select_related("project", "created_by").first()
     if job is not None and not job.finished:
         export_job_run(job=job)
+
+
+PUSH_OPTIONS = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "max_retries": 0,
+    "soft_time_limit": 6600,
+    "time_limit": 6900,
+    "ignore_result": True,
+}
+
+
+@shared_task(name="exports.push_to_hub", **PUSH_OPTIONS)
+def hub_push_task(push_id: int) -> None:
+    """Push one release to the Hub (exports.services.hub_push_run); a finished push is left alone."""
+    hub_push_run(push_id=push_id)

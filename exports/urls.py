@@ -12,6 +12,8 @@ urlpatterns = [
     path("p/<slug:slug>/releases/", views.releases_page, name="releases_page"),
     path("p/<slug:slug>/releases/build/", views.release_build_start, name="release_build_start"),
     path("p/<slug:slug>/releases/diff/", views.release_diff_page, name="release_diff_page"),
+    path("p/<slug:slug>/releases/settings/", views.release_settings_save, name="release_settings_save"),
+    path("p/<slug:slug>/releases/v<int:number>/push/", views.release_push_start, name="release_push_start"),
     path("p/<slug:slug>/releases/v<int:number>/", views.release_page, name="release_page"),
     path("account/api-token/", views.api_token_page, name="api_token"),
     # Item images (a projects URL): the access rule needs every stage's data (exports.image_access).

@@ -9,14 +9,15 @@ from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from core.errors import ServiceError
+from core.errors import Invalid, ServiceError
 from core.views import service_errors
 from exports.image_access import item_image_get_for_user
-from exports.models import PairStatus
+from exports.models import PairStatus, ReleaseSettings
 from exports.selectors import (
     candidate_groups,
     dedup_scan_latest,
     export_jobs_for_project,
+    hub_pushes_for_release,
     items_not_scanned,
     pair_counts,
     pair_get_for_project,
@@ -25,16 +26,20 @@ from exports.selectors import (
     release_dir,
     release_files,
     release_get_for_project,
+    release_settings_get,
     releases_for_project,
     split_plan,
 )
 from exports.services import (
+    SETTINGS_FIELDS,
     api_token_get_or_create,
     api_token_regenerate,
     api_token_revoke,
     export_job_start,
+    hub_push_start,
     near_duplicate_pair_review,
     near_duplicates_scan_start,
+    release_settings_update,
 )
 from projects.access import project_get_for_user
 from projects.models import Role
@@ -130,21 +135,67 @@ def splits_page(request, slug):
     )
 
 
+def _releases_context(project, *, is_lead: bool, settings_values=None, settings_errors=None) -> dict:
+    settings_errors = settings_errors or {}
+    form = []
+    if is_lead:
+        current = release_settings_get(project=project)
+        values = settings_values or {name: getattr(current, name) for name in SETTINGS_FIELDS}
+        for name in SETTINGS_FIELDS:
+            field = ReleaseSettings._meta.get_field(name)
+            form.append(
+                {
+                    "name": name,
+                    "label": field.verbose_name.capitalize(),
+                    "help": field.help_text,
+                    "long": field.get_internal_type() == "TextField",
+                    "value": values.get(name, ""),
+                    "error": settings_errors.get(name, ""),
+                }
+            )
+    return {
+        "project": project,
+        "releases": releases_for_project(project=project),
+        "is_lead": is_lead,
+        "jobs": export_jobs_for_project(project=project) if is_lead else [],
+        "settings_form": form,
+        "settings_errors": settings_errors,
+    }
+
+
 @login_required
 @require_GET
 def releases_page(request, slug):
     project = project_get_for_user(user=request.user, slug=slug, roles=RELEASE_READERS)
     is_lead = Role.LEAD in project.user_roles
-    return render(
-        request,
-        "exports/releases.html",
-        {
-            "project": project,
-            "releases": releases_for_project(project=project),
-            "is_lead": is_lead,
-            "jobs": export_jobs_for_project(project=project) if is_lead else [],
-        },
-    )
+    return render(request, "exports/releases.html", _releases_context(project, is_lead=is_lead))
+
+
+@login_required
+@require_POST
+def release_settings_save(request, slug):
+    """The lead's words for the card and datasheet of the next releases (errors per field)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
+    data = {name: request.POST.get(name, "") for name in SETTINGS_FIELDS}
+    try:
+        release_settings_update(project=project, user=request.user, data=data)
+    except Invalid as exc:
+        context = _releases_context(project, is_lead=True, settings_values=data, settings_errors=exc.errors or {})
+        return render(request, "exports/releases.html", context)  # the form again, errors by its fields
+    messages.info(request, "Release settings saved: the next release's card and datasheet use them.")
+    return redirect("releases_page", slug=project.slug)
+
+
+@login_required
+@require_POST
+@service_errors
+def release_push_start(request, slug, number):
+    """Push a published release to the Hugging Face Hub, as a job (core.jobs)."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
+    release = release_get_for_project(project=project, number=number)
+    hub_push_start(release=release, user=request.user, repo_id=request.POST.get("repo_id", ""))
+    messages.info(request, "Push to the Hugging Face Hub started.")
+    return redirect("release_page", slug=project.slug, number=release.number)
 
 
 @login_required
@@ -164,11 +215,15 @@ def release_page(request, slug, number):
     release = release_get_for_project(project=project, number=number)
     readme = (release_dir(release) / "README.md").read_text(encoding="utf-8")
     others = [r.number for r in releases_for_project(project=project) if r.number != release.number]
+    is_lead = Role.LEAD in project.user_roles
     return render(
         request,
         "exports/release.html",
         {
             "project": project,
+            "is_lead": is_lead,
+            "pushes": hub_pushes_for_release(release=release) if is_lead else [],
+            "hub_repo": release_settings_get(project=project).hub_repo if is_lead else "",
             "release": release,
             "files": release_files(release),
             "readme": readme,

@@ -312,15 +312,23 @@ def box_to_pixels(box: list[int], width: int, height: int, scale: int = 1000) ->
     return [round(x1 * sx, 2), round(y1 * sy, 2), round((x2 - x1) * sx, 2), round((y2 - y1) * sy, 2)]
 
 
+def box_polygon(bbox: list[float]) -> list[float]:
+    """COCO [x, y, w, h] -> the rectangle's polygon [x1, y1, x2, y1, x2, y2, x1, y2]."""
+    x, y, w, h = bbox
+    return [x, y, round(x + w, 2), y, round(x + w, 2), round(y + h, 2), x, round(y + h, 2)]
+
+
 class CocoWriter:
     """COCO-style detection JSON: images, one category per target category, pixel boxes.
 
     Written in one pass: annotations stream into the output while images stream into a spool
     file that is appended at the end (top-level keys in sorted order: annotations, categories,
-    images, info).
+    images, info, licenses).
     """
 
-    def __init__(self, path: Path, *, categories: list[str], info: dict, scale: int = 1000):
+    def __init__(
+        self, path: Path, *, categories: list[str], info: dict, licenses: list[dict] | None = None, scale: int = 1000
+    ):
         self.path = Path(path)
         self._spool_path = self.path.with_name(self.path.name + ".images.tmp")
         self._out = HashingFile(self.path)
@@ -330,6 +338,7 @@ class CocoWriter:
             {"id": i, "name": name, "supercategory": "target"} for name, i in self._category_ids.items()
         ]
         self._info = info
+        self._licenses = licenses or []
         self._scale = scale
         self._next_annotation = 1
         self._first_annotation = True
@@ -358,6 +367,9 @@ class CocoWriter:
                         "image_id": image["id"],
                         "category_id": category_id,
                         "bbox": bbox,
+                        # The box as a polygon (clockwise from the top-left corner), for tools
+                        # that read masks from ``segmentation`` (pycocotools' annToMask).
+                        "segmentation": [box_polygon(bbox)],
                         "area": round(bbox[2] * bbox[3], 2),
                         "iscrowd": 0,
                         "bbox_normalized_1000": list(box),
@@ -375,7 +387,13 @@ class CocoWriter:
         with open(self._spool_path, "rb") as fh:
             while block := fh.read(1 << 20):
                 self._out.write(block)
-        self._out.write(b'],"info":' + canonical_json(self._info).encode() + b"}\n")
+        self._out.write(
+            b'],"info":'
+            + canonical_json(self._info).encode()
+            + b',"licenses":'
+            + canonical_json(self._licenses).encode()
+            + b"}\n"
+        )
         self._spool_path.unlink()
         return self._out.close()
 

@@ -7,16 +7,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from annotation.models import Annotation
+from exports.build.records import split_file
+from exports.build.tables import jsonl_to_parquet, split_twin
 from exports.build.ticker import READ_CHUNK, _Ticker
 from exports.selectors import (
     SplitPlan,
     candidates_by_item,
 )
+from exports.splitting import SPLITS
 from exports.writers import (
-    FileDigest,
     JsonlWriter,
+    records_arrow_schema,
 )
 from projects.models import Project
 
@@ -30,79 +34,213 @@ def _released_rank(plan: SplitPlan) -> Callable[[int], int]:
     return rank
 
 
+def _iso(ts) -> str | None:
+    return ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if ts is not None else None
+
+
 def _write_annotations(
-    *, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, tick: _Ticker, offset: int
-) -> tuple[FileDigest, int, int]:
-    """annotations.jsonl: every submitted annotation and audit of a released item, pseudonymous."""
+    *,
+    project: Project,
+    plan: SplitPlan,
+    dest: Path,
+    pseudonyms: dict,
+    tick: _Ticker,
+    offset: int,
+    guideline_version: str = "",
+) -> tuple[dict, int, int]:
+    """annotations.jsonl and annotations/<split>.jsonl: every submitted annotation and audit of
+    a released item, pseudonymous, with its submission order and times.
+
+    ``submission_order``: 1, 2, ... per item and kind, by first submission (then id), the order
+    adjudication and the agreement report use; ``agreement_slot`` is that order for the first
+    ``annotators_per_item`` annotations of an item that has two or more (the records
+    agreement.json compares), else null. Returns (digests, annotations, people).
+    """
     out = JsonlWriter(dest / "annotations.jsonl")
+    (dest / "annotations").mkdir()
+    per_split = {split: JsonlWriter(dest / split_file("annotations", split, "jsonl")) for split in SPLITS}
     rank = _released_rank(plan)
     rows = (
         Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED)
-        .order_by("item_id", "id")
-        .values_list("item_id", "annotator_id", "kind", "values", "provenance", "schema_version", "time_spent_ms")
+        .order_by("item_id", "kind", "first_submitted_at", "id")
+        .values_list(
+            "item_id",
+            "annotator_id",
+            "kind",
+            "values",
+            "provenance",
+            "schema_version",
+            "time_spent_ms",
+            "first_submitted_at",
+            "submitted_at",
+        )
     )
     buffer: list[dict] = []
     current = None
     people: set[str] = set()
+    slots = project.annotators_per_item
 
     def flush() -> None:
-        for rec in sorted(buffer, key=lambda r: (r["kind"], r["annotator"])):
+        compared = sum(1 for r in buffer if r["kind"] == "annotation") >= 2
+        for rec in buffer:
+            if rec["kind"] == "annotation" and compared and rec["submission_order"] <= slots:
+                rec["agreement_slot"] = rec["submission_order"]
             out.write(rec)
+            per_split[rec["split"]].write(rec)
 
-    for item_id, annotator_id, kind, values, provenance, schema_version, time_spent_ms in rows.iterator(
+    order: Counter = Counter()
+    for item_id, annotator_id, kind, values, provenance, schema_version, time_spent_ms, first, last in rows.iterator(
         chunk_size=READ_CHUNK
     ):
         if item_id != current:
             flush()
-            buffer, current = [], item_id
+            buffer, current, order = [], item_id, Counter()
             tick("annotations", offset + rank(item_id))
-        if plan.split_of(item_id) is None:
+        split = plan.split_of(item_id)
+        if split is None:
             continue
         who = pseudonyms[(kind, annotator_id)]
         people.add(who)
+        order[kind] += 1
         buffer.append(
             {
                 "item_id": item_id,
+                "split": split,
                 "annotator": who,
                 "kind": kind,
+                "submission_order": order[kind],
+                "agreement_slot": None,
+                "submitted_at": _iso(first or last),
+                "last_submitted_at": _iso(last or first),
                 "values": values or {},
                 "provenance": provenance or {},
                 "schema_version": schema_version,
+                "guideline_version": guideline_version,
                 "time_spent_ms": time_spent_ms,
             }
         )
     flush()
-    return out.close(), out.count, len(people)
+    digests = {"annotations.jsonl": out.close()}
+    for split, writer in per_split.items():
+        digests[split_file("annotations", split, "jsonl")] = writer.close()
+    return digests, out.count, len(people)
 
 
 def _write_candidates(
     *, project: Project, plan: SplitPlan, dest: Path, tick: _Ticker, offset: int
-) -> tuple[FileDigest, int, dict]:
+) -> tuple[dict, int, dict]:
     """candidates.jsonl: the latest successful candidate per provider, with its model name."""
     out = JsonlWriter(dest / "candidates.jsonl")
+    (dest / "candidates").mkdir()
+    per_split = {split: JsonlWriter(dest / split_file("candidates", split, "jsonl")) for split in SPLITS}
     rank = _released_rank(plan)
     models: Counter = Counter()
     for item_id, cands in candidates_by_item(project=project, chunk_size=READ_CHUNK):
         tick("candidates", offset + rank(item_id))
-        if plan.split_of(item_id) is None:
+        split = plan.split_of(item_id)
+        if split is None:
             continue
         for c in cands:
             models[(c["provider__name"], c["model_name"])] += 1
-            out.write(
-                {
-                    "item_id": item_id,
-                    "candidate_id": c["id"],
-                    "provider": c["provider__name"],
-                    "provider_kind": c["provider__kind"],
-                    "model_name": c["model_name"],
-                    "prompt_version": c["prompt_version"],
-                    "fields": c["fields"] or {},
-                    "removed": c["removed"] or [],
-                    "think": c["think"],
-                    "latency_ms": c["latency_ms"],
-                    "prompt_tokens": c["prompt_tokens"],
-                    "completion_tokens": c["completion_tokens"],
-                }
-            )
+            rec = {
+                "item_id": item_id,
+                "split": split,
+                "candidate_id": c["id"],
+                "provider": c["provider__name"],
+                "provider_kind": c["provider__kind"],
+                "model_name": c["model_name"],
+                "prompt_version": c["prompt_version"],
+                "fields": c["fields"] or {},
+                "removed": c["removed"] or [],
+                "think": c["think"],
+                "latency_ms": c["latency_ms"],
+                "prompt_tokens": c["prompt_tokens"],
+                "completion_tokens": c["completion_tokens"],
+            }
+            out.write(rec)
+            per_split[split].write(rec)
     summary = {f"{p} ({m})": n for (p, m), n in sorted(models.items())}
-    return out.close(), out.count, summary
+    digests = {"candidates.jsonl": out.close()}
+    for split, writer in per_split.items():
+        digests[split_file("candidates", split, "jsonl")] = writer.close()
+    return digests, out.count, summary
+
+
+ANNOTATION_COLUMNS = [
+    "item_id",
+    "split",
+    "annotator",
+    "kind",
+    "submission_order",
+    "agreement_slot",
+    "submitted_at",
+    "last_submitted_at",
+    "values",
+    "provenance",
+    "schema_version",
+    "guideline_version",
+    "time_spent_ms",
+]
+CANDIDATE_COLUMNS_OUT = [
+    "item_id",
+    "split",
+    "candidate_id",
+    "provider",
+    "provider_kind",
+    "model_name",
+    "prompt_version",
+    "fields",
+    "removed",
+    "think",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+]
+
+
+def annotations_candidates_parquet(*, project: Project, dest: Path) -> tuple[dict, dict]:
+    """Parquet twins of annotations and candidates, whole and per split: ``values`` and
+    ``fields`` typed like the gold struct (projects.fieldtypes), provenance inferred."""
+    gold = records_arrow_schema(project.schema["fields"]).field("gold").type
+    string, int64, int32 = pa.string(), pa.int64(), pa.int32()
+    ann_types = {
+        "item_id": int64,
+        "split": string,
+        "annotator": string,
+        "kind": string,
+        "submission_order": int32,
+        "agreement_slot": int32,
+        "submitted_at": string,
+        "last_submitted_at": string,
+        "values": gold,
+        "schema_version": int32,
+        "guideline_version": string,
+        "time_spent_ms": int64,
+    }
+    cand_types = {
+        "item_id": int64,
+        "split": string,
+        "candidate_id": int64,
+        "provider": string,
+        "provider_kind": string,
+        "model_name": string,
+        "prompt_version": string,
+        "fields": gold,
+        "removed": pa.list_(string),
+        "think": string,
+        "latency_ms": int64,
+        "prompt_tokens": int64,
+        "completion_tokens": int64,
+    }
+    digests, results = {}, {}
+    for kind, columns, declared in (
+        ("annotations", ANNOTATION_COLUMNS, ann_types),
+        ("candidates", CANDIDATE_COLUMNS_OUT, cand_types),
+    ):
+        whole = jsonl_to_parquet(dest / f"{kind}.jsonl", dest / f"{kind}.parquet", columns=columns, declared=declared)
+        digests[f"{kind}.parquet"], results[f"{kind}.parquet"] = whole.digest, whole
+        for split in SPLITS:
+            dst = split_file(kind, split, "parquet")
+            result = split_twin(dest / split_file(kind, split, "jsonl"), dest / dst, whole=whole, columns=columns)
+            digests[dst], results[dst] = result.digest, result
+    return digests, results

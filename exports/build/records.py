@@ -5,32 +5,51 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from annotation.models import Annotation
+from exports.build.tables import IMAGE_BATCH_ROWS, IMAGE_DATA_TYPE, jsonl_to_parquet, split_twin
 from exports.build.ticker import READ_CHUNK, _Ticker
 from exports.selectors import (
     SplitPlan,
     coco_fields,
     released_gold_queryset,
 )
+from exports.splitting import SPLITS
 from exports.writers import (
     UNSPECIFIED_CATEGORY,
     CocoWriter,
     JsonlWriter,
-    ParquetRecordsWriter,
     link_or_copy,
+    records_arrow_schema,
 )
 from projects.fieldtypes import REGISTRY
 from projects.imaging import image_path
 from projects.models import Project
 
 
-def _pseudonymize_provenance(provenance: dict, pseudonyms: dict) -> dict:
-    """Gold provenance with the reviewer's user id replaced by their pseudonym."""
+def _pseudonymize_provenance(provenance: dict, pseudonyms: dict, authors: dict | None = None) -> dict:
+    """Gold provenance with the reviewer's user id replaced by their pseudonym, and the kept
+    references' annotation ids (a references workflow) by their annotators' pseudonyms, in
+    the same order as the gold list: database ids never leave."""
     out = {}
     for name, entry in (provenance or {}).items():
         if isinstance(entry, dict) and "decided_by" in entry:
             entry = {**entry, "decided_by": pseudonyms.get(("reviewer", entry["decided_by"]))}
+        if isinstance(entry, dict) and isinstance(entry.get("annotations"), list):
+            entry = {k: v for k, v in entry.items() if k != "annotations"}
+            entry["annotators"] = [(authors or {}).get(pk) for pk in provenance[name]["annotations"]]
         out[name] = entry
     return out
+
+
+def _reference_authors(project: Project, pseudonyms: dict) -> dict[int, str]:
+    """{annotation id: annotator pseudonym} when the workflow keeps references (else empty:
+    nothing to map, nothing loaded)."""
+    if not project.get_workflow().reference_fields():
+        return {}
+    rows = Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED).values_list(
+        "pk", "kind", "annotator_id"
+    )
+    return {pk: pseudonyms.get((kind, who)) for pk, kind, who in rows.iterator(chunk_size=READ_CHUNK)}
 
 
 def _image_entry(item, included: bool) -> dict:
@@ -47,26 +66,8 @@ def _image_entry(item, included: bool) -> dict:
     }
 
 
-def _gold_value(f: dict, values: dict, references: frozenset[str]):
-    """A field's export form; a field kept as references (projects.workflow) is the list of
-    every annotator's value, each in the type's export form."""
-    ftype = REGISTRY[f["type"]]
-    if f["name"] in references:
-        kept = values.get(f["name"])
-        return [ftype.export(f, v) for v in kept] if isinstance(kept, list) else []
-    return ftype.export(f, values.get(f["name"], ftype.absent(f)))
-
-
 def _record(
-    *,
-    gold,
-    item,
-    split: str,
-    group: int,
-    fields: list[dict],
-    pseudonyms: dict,
-    image: dict,
-    references: frozenset[str] = frozenset(),
+    *, gold, item, split: str, group: int, fields: list[dict], pseudonyms: dict, image: dict, authors: dict
 ) -> dict:
     values = gold.values or {}
     return {
@@ -82,48 +83,96 @@ def _record(
         "split": split,
         "near_duplicate_group": group,
         "image": image,
-        "gold": {f["name"]: _gold_value(f, values, references) for f in fields},
-        "provenance": _pseudonymize_provenance(gold.provenance, pseudonyms),
+        "gold": {
+            f["name"]: REGISTRY[f["type"]].export(f, values.get(f["name"], REGISTRY[f["type"]].absent(f)))
+            for f in fields
+        },
+        "provenance": _pseudonymize_provenance(gold.provenance, pseudonyms, authors),
         "gold_revision": gold.revision,
         "schema_version": gold.schema_version,
         "lexicon_version": gold.lexicon_version,
     }
 
 
-def _write_records(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, tick: _Ticker) -> dict:
-    """records.jsonl, records.parquet, coco.json, images/ and images.jsonl in one pass."""
-    fields = project.schema["fields"]
-    references = frozenset(project.get_workflow().reference_fields())
+#: File name of a Concord split in the per-split folders, and its Hugging Face split name.
+HF_SPLIT = {"train": "train", "val": "validation", "test": "test"}
+NOT_REDISTRIBUTABLE_LICENSE = {
+    "id": 0,
+    "name": "not redistributable: the image is not in this release (referenced by sha256 and source id)",
+    "url": "",
+}
+
+
+def split_file(kind: str, split: str, ext: str) -> str:
+    """Per-split file of a release: records/train.jsonl, annotations/val.parquet, coco/test.json."""
+    return f"{kind}/{split}.{ext}"
+
+
+def coco_licenses(card: dict) -> list[dict]:
+    return [
+        {
+            "id": 1,
+            "name": card.get("license_name") or card.get("license") or "unspecified",
+            "url": card.get("license_url", ""),
+        },
+        NOT_REDISTRIBUTABLE_LICENSE,
+    ]
+
+
+def _coco_writers(*, project: Project, dest: Path, card: dict) -> tuple[dict | None, dict | None, dict]:
     boxes_field, category_field = coco_fields(project.schema)
-    jsonl = JsonlWriter(dest / "records.jsonl")
-    parquet = ParquetRecordsWriter(dest / "records.parquet", fields, references=references)
-    images_index = JsonlWriter(dest / "images.jsonl")
-    (dest / "images").mkdir()
-    coco = None
-    if boxes_field is not None:
-        categories = list(category_field["choices"]) if category_field else []
-        if category_field is None or not category_field.get("required"):
-            categories.append(UNSPECIFIED_CATEGORY)
-        coco = CocoWriter(
-            dest / "coco.json",
+    if boxes_field is None:
+        return None, None, {}
+    (dest / "coco").mkdir()
+    categories = list(category_field["choices"]) if category_field else []
+    if category_field is None or not category_field.get("required"):
+        categories.append(UNSPECIFIED_CATEGORY)
+    writers = {}
+    for split in SPLITS:
+        writers[split] = CocoWriter(
+            dest / split_file("coco", split, "json"),
             categories=categories,
+            licenses=coco_licenses(card),
             info={
-                "description": f"{project.name}: boxes of field {boxes_field['name']!r}"
+                "description": f"{project.name}, {split} split: boxes of field {boxes_field['name']!r}"
                 + (f", categories from {category_field['name']!r}" if category_field else ""),
+                "split": split,
                 "box_field": boxes_field["name"],
                 "category_field": category_field["name"] if category_field else None,
-                "bbox": "pixels [x, y, width, height]; bbox_normalized_1000 = [x1, y1, x2, y2] in [0, 1000]",
+                "image_root": "images/",
+                "bbox": "pixels [x, y, width, height]; segmentation = the box as a polygon; "
+                "bbox_normalized_1000 = [x1, y1, x2, y2] in [0, 1000]",
+                "images_not_included": "images with license 0 are not redistributable: their file_name is the "
+                "name they would have, they are matched by sha256 / source_id",
             },
         )
+    return boxes_field, category_field, writers
+
+
+def _write_records(
+    *, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, tick: _Ticker, card: dict | None = None
+) -> dict:
+    """records.jsonl, records/<split>.jsonl, coco/<split>.json, images/ and images.jsonl in one
+    pass; the Parquet twins are made from the JSONL files afterwards (records_parquet)."""
+    card = card or {}
+    fields = project.schema["fields"]
+    jsonl = JsonlWriter(dest / "records.jsonl")
+    (dest / "records").mkdir()
+    per_split = {split: JsonlWriter(dest / split_file("records", split, "jsonl")) for split in SPLITS}
+    images_index = JsonlWriter(dest / "images.jsonl")
+    (dest / "images").mkdir()
+    boxes_field, category_field, cocos = _coco_writers(project=project, dest=dest, card=card)
     counts = {
         "by_split": Counter(),
         "gold": {f["name"]: Counter() for f in fields if "counted" in REGISTRY[f["type"]].roles},
         "images_included": 0,
         "images_referenced": 0,
         "boxes": 0,
+        "boxes_by_split": Counter(),
     }
     data_as_of = None
     done = 0
+    authors = _reference_authors(project, pseudonyms)
     qs = released_gold_queryset(project=project).select_related("item").order_by("item_id")
     try:
         for gold in qs.iterator(chunk_size=READ_CHUNK):
@@ -155,19 +204,20 @@ def _write_records(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms:
                 fields=fields,
                 pseudonyms=pseudonyms,
                 image=image,
-                references=references,
+                authors=authors,
             )
             jsonl.write(record)
-            parquet.write(record)
-            if coco is not None:
+            per_split[split].write(record)
+            if cocos:
                 boxes = record["gold"].get(boxes_field["name"]) or []
                 category = record["gold"].get(category_field["name"]) if category_field else None
-                coco.add(
+                cocos[split].add(
                     image={
                         "id": item.pk,
-                        "file_name": image["file"] or f"sha256:{item.image_sha256}",
+                        "file_name": f"{item.image_sha256}.{item.image.rsplit('.', 1)[-1]}",
                         "width": item.width,
                         "height": item.height,
+                        "license": 1 if included else 0,
                         "sha256": item.image_sha256,
                         "source_id": item.source_id,
                         "split": split,
@@ -177,6 +227,7 @@ def _write_records(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms:
                     category=category,
                 )
                 counts["boxes"] += len(boxes)
+                counts["boxes_by_split"][split] += len(boxes)
             counts["by_split"][split] += 1
             for name, counter in counts["gold"].items():
                 counter[str(record["gold"].get(name))] += 1
@@ -185,13 +236,74 @@ def _write_records(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms:
             done += 1
             tick("records", done)
     except BaseException:
-        if coco is not None:
+        for coco in cocos.values():
             coco.abort()
         raise
-    digests = {"records.jsonl": jsonl.close(), "records.parquet": parquet.close(), "images.jsonl": images_index.close()}
-    if coco is not None:
-        digests["coco.json"] = coco.close()
+    digests = {"records.jsonl": jsonl.close(), "images.jsonl": images_index.close()}
+    for split, writer in per_split.items():
+        digests[split_file("records", split, "jsonl")] = writer.close()
+    for split, coco in cocos.items():
+        digests[split_file("coco", split, "json")] = coco.close()
     counts["records"] = done
     counts["data_as_of"] = data_as_of
     counts["digests"] = digests
     return counts
+
+
+def records_declared_types(fields: list[dict]) -> dict:
+    """Declared Parquet types of the record columns (metadata and provenance are inferred)."""
+    schema = records_arrow_schema(fields)
+    return {name: schema.field(name).type for name in schema.names if name not in ("metadata", "provenance")}
+
+
+RECORD_COLUMNS = [
+    "item_id",
+    "source_id",
+    "source_dataset",
+    "import_key",
+    "text",
+    "title",
+    "language",
+    "domain",
+    "metadata",
+    "split",
+    "near_duplicate_group",
+    "image",
+    "gold",
+    "provenance",
+    "gold_revision",
+    "schema_version",
+    "lexicon_version",
+]
+
+
+def records_parquet(*, project: Project, dest: Path) -> tuple[dict, dict]:
+    """records.parquet (every split, no image bytes) and records/<split>.parquet (with the
+    redistributable images' bytes in ``image_data``, Hugging Face's Image feature; null for
+    the others). Returns (digests, {file: ParquetResult})."""
+    declared = records_declared_types(project.schema["fields"])
+    digests, results = {}, {}
+    result = jsonl_to_parquet(
+        dest / "records.jsonl", dest / "records.parquet", columns=RECORD_COLUMNS, declared=declared
+    )
+    digests["records.parquet"], results["records.parquet"] = result.digest, result
+
+    def image_data(record: dict) -> dict | None:
+        name = (record.get("image") or {}).get("file")
+        if not name:
+            return None  # not redistributable: never shipped, not even inside a Parquet file
+        return {"bytes": (dest / name).read_bytes(), "path": name}
+
+    for split in SPLITS:
+        name = split_file("records", split, "parquet")
+        result = split_twin(
+            dest / split_file("records", split, "jsonl"),
+            dest / name,
+            whole=results["records.parquet"],
+            columns=RECORD_COLUMNS,
+            extra={"image_data": (IMAGE_DATA_TYPE, image_data)},
+            image_columns=("image_data",),
+            batch_rows=IMAGE_BATCH_ROWS,
+        )
+        digests[name], results[name] = result.digest, result
+    return digests, results

@@ -9,18 +9,26 @@ newest released gold decision.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from adjudication.services import lexicon_current
-from exports.build.annotations import _write_annotations, _write_candidates
-from exports.build.datasheet import datasheet
-from exports.build.records import _write_records
+from candidates.prompts import prompt_for_project
+from exports.build.agreement import release_agreement
+from exports.build.annotations import _write_annotations, _write_candidates, annotations_candidates_parquet
+from exports.build.croissant import croissant
+from exports.build.datasheet import CARD_CONFIGS, card_front_matter, datasheet
+from exports.build.records import HF_SPLIT, _write_records, records_parquet, split_file
+from exports.build.tables import hf_feature_yaml
 from exports.build.ticker import Progress, _Ticker
 from exports.selectors import (
     SplitPlan,
     annotator_pseudonyms,
+    exclusions_by_reason,
     quality_reports_for_export,
+    release_card_settings,
 )
 from exports.splitting import SPLITS
 from exports.writers import (
@@ -33,7 +41,7 @@ from metrics import evaluation as offline_evaluation
 from projects.evaluation import evaluation_plan
 from projects.models import Project
 
-MANIFEST_SCHEMA_VERSION = 1
+MANIFEST_SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -43,34 +51,72 @@ class BuildResult:
     record_count: int
 
 
+def _release_files_readonly(dest: Path) -> None:
+    for path in dest.rglob("*"):
+        if path.is_file():
+            path.chmod(0o444)  # published files are never rewritten
+
+
+def _features(results: dict) -> dict[str, list[dict]]:
+    """The card's features per config, from the train split's Parquet schema (every split of a
+    config has the same types: exports.build.tables.split_twin)."""
+    out = {}
+    for config, folder in CARD_CONFIGS:
+        schema = results[split_file(folder, "train", "parquet")].schema
+        out[config] = [hf_feature_yaml(f.name, f.type, image=f.name == "image_data") for f in schema]
+    return out
+
+
 def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Progress) -> BuildResult:
-    """Write every file of a release into ``dest`` (which must not exist yet)."""
+    """Write every file of a release into ``dest`` (which must not exist yet). The files never
+    name the release's number: the same data gives the same bytes (and manifest sha256)."""
     dest.mkdir(parents=True)
     n = int(plan.released.sum())
     tick = _Ticker(progress, total=3 * n + 1)
     tick("records", 0, force=True)
+    card = release_card_settings(project=project)
+    guideline = project.guideline or ""
+    guideline_version = hashlib.sha256(guideline.encode()).hexdigest()[:12]
+    prompt = prompt_for_project(project)
     pseudonyms = annotator_pseudonyms(project=project)
-    rec = _write_records(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick)
+    rec = _write_records(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, card=card)
     digests: dict[str, FileDigest] = dict(rec.pop("digests"))
     tick("annotations", n, force=True)
-    digests["annotations.jsonl"], n_annotations, n_people = _write_annotations(
-        project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, offset=n
+    ann_digests, n_annotations, n_people = _write_annotations(
+        project=project,
+        plan=plan,
+        dest=dest,
+        pseudonyms=pseudonyms,
+        tick=tick,
+        offset=n,
+        guideline_version=guideline_version,
     )
+    digests.update(ann_digests)
     tick("candidates", 2 * n, force=True)
-    digests["candidates.jsonl"], n_candidates, models = _write_candidates(
+    cand_digests, n_candidates, models = _write_candidates(
         project=project, plan=plan, dest=dest, tick=tick, offset=2 * n
     )
+    digests.update(cand_digests)
     tick("reports", 3 * n, force=True)
+    parquet_digests, parquet = records_parquet(project=project, dest=dest)
+    digests.update(parquet_digests)
+    parquet_digests, more = annotations_candidates_parquet(project=project, dest=dest)
+    digests.update(parquet_digests)
+    parquet.update(more)
 
-    agreement, audit = quality_reports_for_export(project=project)
+    agreement = release_agreement(project=project, plan=plan)
+    _, audit = quality_reports_for_export(project=project)
     digests["agreement.json"] = write_json(dest / "agreement.json", finite(agreement))
     digests["audit.json"] = write_json(dest / "audit.json", finite(audit))
     splits = plan.as_json()
     digests["splits.json"] = write_json(dest / "splits.json", splits)
     lexicon_version, lexicon = lexicon_current(project=project)
     digests["lexicon.json"] = write_json(dest / "lexicon.json", {"version": lexicon_version, "entries": lexicon})
+    digests["guideline.md"] = write_text(dest / "guideline.md", guideline.rstrip() + "\n" if guideline else "")
+    digests["prompt.txt"] = write_text(dest / "prompt.txt", prompt.system.rstrip() + "\n")
 
     data_as_of = rec["data_as_of"].strftime("%Y-%m-%dT%H:%M:%SZ") if rec["data_as_of"] else None
+    by_split = lambda name: {s: _jsonl_count(dest / split_file(name, s, "jsonl")) for s in SPLITS}  # noqa: E731
     manifest = {
         "manifest_schema_version": MANIFEST_SCHEMA_VERSION,
         "format": "concord-release",
@@ -81,10 +127,19 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             "schema_version": project.schema_version,
         },
         "schema": project.schema,
+        # Fields whose gold is the list of every annotator's value (a references workflow).
+        "reference_fields": project.get_workflow().reference_fields(),
+        "card": card,
         "data_as_of": data_as_of,
+        "annotators_per_item": project.annotators_per_item,
+        "guideline": {"file": "guideline.md", "version": guideline_version, "version_rule": "sha256[:12] of the text"},
+        "prompt": {"file": "prompt.txt", "version": prompt.version},
+        "annotation_period": _annotation_period(dest / "annotations.jsonl"),
         "counts": {
             "records": rec["records"],
             "by_split": {s: rec["by_split"].get(s, 0) for s in SPLITS},
+            "annotations_by_split": by_split("annotations"),
+            "candidates_by_split": by_split("candidates"),
             "excluded_exact_duplicates": len(plan.excluded),
             "annotations": n_annotations,
             "annotators": n_people,
@@ -92,8 +147,10 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             "images_included": rec["images_included"],
             "images_referenced_only": rec["images_referenced"],
             "boxes": rec["boxes"],
+            "boxes_by_split": {s: rec["boxes_by_split"].get(s, 0) for s in SPLITS},
             "gold": {name: dict(sorted(c.items())) for name, c in rec["gold"].items()},
         },
+        "exclusions_by_reason": exclusions_by_reason(project=project),
         "near_duplicates": {
             **plan.pairs,
             "threshold": plan.threshold,
@@ -106,7 +163,15 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             "pixel_hashes_checked": plan.integrity.pixel_hashes_checked,
             "groups_checked": plan.integrity.groups_checked,
         },
-        "split": {"seed": plan.seed, "ratios": splits["ratios"], "strata_fields": plan.strata_fields},
+        "split": {
+            "seed": plan.seed,
+            "ratios": splits["ratios"],
+            "strata_fields": plan.strata_fields,
+            "pinned_items": plan.pinned,
+            "shortfalls": plan.shortfalls,
+            "files": {s: HF_SPLIT[s] for s in SPLITS},
+        },
+        "json_text_columns": sorted({f"{name}:{c}" for name, r in parquet.items() for c in r.json_text_columns}),
         "lexicon_version": lexicon_version,
         "candidate_models": models,
         "images": {
@@ -127,13 +192,30 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             release={"project": project.slug},
         ),
     )
-    readme = datasheet(manifest=manifest, digests=digests, agreement=agreement, audit=audit, plan=plan)
+    digests["croissant.json"] = write_json(dest / "croissant.json", croissant(manifest=manifest, digests=digests))
+    readme = card_front_matter(manifest=manifest, features=_features(parquet)) + datasheet(
+        manifest=manifest, digests=digests, agreement=agreement, audit=audit, plan=plan
+    )
     readme += offline_evaluation.README_SECTION
     digests["README.md"] = write_text(dest / "README.md", readme)
     manifest["files"] = {name: d.as_dict() for name, d in sorted(digests.items())}
     manifest_digest = write_json(dest / "manifest.json", manifest)
-    for path in dest.iterdir():
-        if path.is_file():
-            path.chmod(0o444)  # published files are never rewritten
+    _release_files_readonly(dest)
     tick("publishing", 3 * n + 1, force=True)
     return BuildResult(manifest=manifest, manifest_digest=manifest_digest, record_count=rec["records"])
+
+
+def _jsonl_count(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for _ in fh)
+
+
+def _annotation_period(path: Path) -> dict:
+    first = last = None
+    with open(path, "rb") as fh:
+        for line in fh:
+            at = json.loads(line).get("submitted_at")
+            if at:
+                first = at if first is None or at < first else first
+                last = at if last is None or at > last else last
+    return {"first": first, "last": last}

@@ -22,9 +22,14 @@ from exports.selectors.duplicates import (  # noqa: F401
     pairs_for_review,
 )
 from exports.selectors.releases import (  # noqa: F401
+    PRESET_TASKS,
     ReleaseFile,
+    exclusions_by_reason,
     export_job_get_for_project,
     export_jobs_for_project,
+    hub_pushes_for_release,
+    release_archive_layout,
+    release_card_settings,
     release_diff,
     release_dir,
     release_file_get,
@@ -32,6 +37,7 @@ from exports.selectors.releases import (  # noqa: F401
     release_get_for_project,
     release_latest_at,
     release_records,
+    release_settings_get,
     releases_for_project,
     releases_root,
 )

@@ -10,11 +10,12 @@ from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Max
+from django.db.models import Count, Max
 from django.http import Http404
 
-from exports.models import ExportJob, Release
-from projects.models import Project
+from exports.archive import ArchiveLayout, archive_time
+from exports.models import ExportJob, HubPush, Release, ReleaseSettings
+from projects.models import Item, Project, Stage
 
 # ------------------------------------------------------------------------------------------
 # Releases
@@ -179,3 +180,88 @@ def release_latest_at(project) -> datetime | None:
     """When the project's newest published release was built (None: never). Every gold record
     created before it may be in a release: adjudication locks reviewers' revisions by it."""
     return Release.objects.filter(project=project).aggregate(at=Max("created_at"))["at"]
+
+
+# ------------------------------------------------------------------------------------------
+# Release settings (the card's and datasheet's words)
+# ------------------------------------------------------------------------------------------
+
+#: Hugging Face task categories by preset, when the lead has not chosen any.
+PRESET_TASKS = {
+    "meme3w": ["image-text-to-text", "image-classification", "object-detection"],
+    "aha": ["image-text-to-text", "image-classification"],
+    "memecap": ["image-to-text", "image-text-to-text"],
+}
+CARD_TEXT_FIELDS = (
+    "license_name",
+    "license_url",
+    "summary",
+    "motivation",
+    "funding",
+    "collection",
+    "annotators",
+    "intended_uses",
+    "prohibited_uses",
+    "limitations",
+    "personal_information",
+    "maintenance",
+    "contact",
+    "homepage",
+    "citation",
+    "content_warning",
+    "hub_repo",
+)
+
+
+def release_settings_get(*, project: Project) -> ReleaseSettings:
+    """The project's release settings, or unsaved defaults (nothing is written by reading)."""
+    found = ReleaseSettings.objects.filter(project=project).first()
+    return found if found is not None else ReleaseSettings(project=project)
+
+
+def _csv(text: str) -> list[str]:
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def release_card_settings(*, project: Project) -> dict:
+    """The settings as the card uses them, defaults filled in (snapshotted into the manifest)."""
+    s = release_settings_get(project=project)
+    languages = _csv(s.languages) or sorted(
+        {
+            code.split("-")[0].lower()
+            for code in Item.objects.filter(project=project)
+            .exclude(language="")
+            .values_list("language", flat=True)
+            .distinct()
+        }
+    )
+    return {
+        "pretty_name": s.pretty_name or project.name,
+        "license": s.license or "other",
+        "creators": [line.strip() for line in (s.creators or "").splitlines() if line.strip()],
+        "languages": languages,
+        "task_categories": _csv(s.task_categories) or PRESET_TASKS.get(project.preset, ["image-classification"]),
+        **{name: (getattr(s, name) or "").strip() for name in CARD_TEXT_FIELDS},
+    }
+
+
+def exclusions_by_reason(*, project: Project) -> dict[str, int]:
+    """Items a lead or a workflow flag took out of the dataset, counted by their reason."""
+    rows = (
+        Item.objects.filter(project=project, stage=Stage.EXCLUDED)
+        .values("excluded_reason")
+        .annotate(n=Count("id"))
+        .order_by("excluded_reason")
+    )
+    return {(r["excluded_reason"] or "excluded by a lead (no reason given)"): r["n"] for r in rows}
+
+
+def release_archive_layout(release: Release) -> ArchiveLayout:
+    """The release's zip archive as a layout over its files (exports.archive); its index was
+    written when the release was published (exports.services.release_archive_prepare for
+    releases published before archives existed)."""
+    return ArchiveLayout(release_dir(release), when=archive_time(release.manifest.get("data_as_of")))
+
+
+def hub_pushes_for_release(*, release: Release, limit: int = 5):
+    return HubPush.objects.filter(release=release).select_related("release", "created_by")[:limit]

@@ -20,12 +20,15 @@ from exports.splitting import (
     exact_duplicate_groups,
     group_ids,
     integrity_check,
+    split_shortfalls,
     stratified_group_split,
 )
 from projects.fieldtypes import REGISTRY
 from projects.models import Item, Project, Stage
 
 NONE_LABEL = "(none)"
+#: Item.split values (pinned by projects.workflow before a release) -> split codes.
+PIN_CODES = {name: code for code, name in enumerate(SPLITS)} | {"validation": 1}
 
 
 # ------------------------------------------------------------------------------------------
@@ -86,6 +89,12 @@ class SplitPlan:
     threshold: int
     edges_count: int
     sizes: dict = field(default_factory=dict)
+    pinned: int = 0  # released items whose split a workflow stage pinned (Item.split)
+
+    @property
+    def shortfalls(self) -> list[dict]:
+        """Splits with fewer items than the ratios ask for (exports.splitting.split_shortfalls)."""
+        return split_shortfalls(sizes=self.sizes, ratios=self.ratios, total=int(self.released.sum()))
 
     def index_of(self, item_id: int) -> int | None:
         i = int(np.searchsorted(self.node_ids, item_id))
@@ -153,6 +162,11 @@ class SplitPlan:
             "ratios": dict(zip(SPLITS, [round(r, 6) for r in self.ratios])),
             "strata_fields": self.strata_fields,
             "sizes": self.sizes,
+            "allocation": "largest remainder of the release's items over the ratios (every split asked for gets "
+            "an item when there are enough), divided among strata by controlled rounding; near-duplicate groups "
+            "kept whole; splits pinned on items by the workflow are kept",
+            "pinned_items": self.pinned,
+            "shortfalls": self.shortfalls,
             "by_stratum": self.stratum_table(),
             "excluded": self.excluded,
             "near_duplicates": {
@@ -190,13 +204,15 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     pixel_keys: list[int] = []
     dup_of: list[int] = []
     keys: list[int] = []
+    pins: list[int] = []
     seed = project.split_seed
     rows = (
         Item.objects.filter(project=project)
         .order_by("id")
-        .values_list("id", "pixel_hash", "duplicate_of_id", "import_key")
+        .values_list("id", "pixel_hash", "duplicate_of_id", "import_key", "split")
     )
-    for item_id, pixel_hash, duplicate_of_id, import_key in rows.iterator(chunk_size=chunk_size):
+    for item_id, pixel_hash, duplicate_of_id, import_key, pinned_split in rows.iterator(chunk_size=chunk_size):
+        pins.append(PIN_CODES.get(pinned_split, -1))
         ids.append(item_id)
         pixel_keys.append(_pixel_key(pixel_hash))
         dup_of.append(duplicate_of_id or -1)
@@ -205,7 +221,8 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     pixel_arr = np.asarray(pixel_keys, dtype=np.uint64)
     dup_arr = np.asarray(dup_of, dtype=np.int64)
     key_arr = np.asarray(keys, dtype=np.uint64)
-    del ids, pixel_keys, dup_of, keys
+    pin_arr = np.asarray(pins, dtype=np.int8)
+    del ids, pixel_keys, dup_of, keys, pins
     n = len(node_ids)
 
     def index(item_ids: np.ndarray) -> np.ndarray:
@@ -292,7 +309,11 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     rel_idx = np.flatnonzero(released)
     if len(rel_idx):
         splits[rel_idx] = stratified_group_split(
-            groups=groups[rel_idx], strata=strata[rel_idx], order_keys=key_arr[rel_idx], ratios=ratios
+            groups=groups[rel_idx],
+            strata=strata[rel_idx],
+            order_keys=key_arr[rel_idx],
+            ratios=ratios,
+            pinned=pin_arr[rel_idx],
         )
 
     # 5. proof
@@ -323,4 +344,5 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
         threshold=threshold,
         edges_count=len(edges),
         sizes=sizes,
+        pinned=int((pin_arr[rel_idx] >= 0).sum()),
     )

@@ -43,6 +43,7 @@ def urls(n=1):
         f"{base}/files/records.jsonl",
         f"{base}/files/README.md",
         f"{base}/diff/{n}/",
+        f"{base}/archive",
     ]
 
 

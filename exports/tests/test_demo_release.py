@@ -68,6 +68,9 @@ def test_demo_release_over_rest(django_capture_on_commit_callbacks):
     test = pd.read_json(
         io.BytesIO(content(researcher.get("/api/projects/demo-meme3w/releases/1/records?split=test"))), lines=True
     )
+    # 35 records at 85/5/10: largest remainder, no split left empty (issue 16), no shortfall
+    assert v1["manifest"]["counts"]["by_split"] == {"train": 30, "val": 2, "test": 3}
+    assert v1["manifest"]["split"]["shortfalls"] == []
     assert len(test) > 0 and set(test["split"]) == {"test"}
     splits = json.loads(content(researcher.get("/api/projects/demo-meme3w/releases/1/files/splits.json")))
     assert splits["integrity"]["ok"] and splits["excluded"][0]["item_id"] == items["demo-exact-copy"].pk

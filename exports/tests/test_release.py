@@ -17,6 +17,7 @@ from annotation.models import Annotation
 from candidates.factories import candidates_create
 from candidates.selectors import candidates_with_identity
 from core.errors import Busy, Invalid
+from exports.archive import ARCHIVE_INDEX
 from exports.factories import annotate_all, gold_create, items_import, recompressed
 from exports.models import ExportJob, NearDuplicatePair, Release
 from exports.selectors import candidates_by_item, release_dir, releases_root
@@ -63,21 +64,40 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
     root = release_dir(v1)
     m = v1.manifest
     assert v1.number == 1 and v1.directory == f"{project.pk}/v1" and v1.record_count == 11
-    assert sorted(p.name for p in root.iterdir()) == sorted([*m["files"], "manifest.json", "images"])
+    on_disk = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and p.parent.name != "images" and p.name != ARCHIVE_INDEX
+    )
+    assert on_disk == sorted([*m["files"], "manifest.json"])
+    per_split = {
+        f"{kind}/{s}.{ext}"
+        for kind in ("records", "annotations", "candidates")
+        for s in ("train", "val", "test")
+        for ext in ("jsonl", "parquet")
+    }
     assert {
         "records.jsonl",
         "records.parquet",
         "annotations.jsonl",
+        "annotations.parquet",
         "candidates.jsonl",
+        "candidates.parquet",
         "agreement.json",
         "audit.json",
         "splits.json",
         "lexicon.json",
-        "coco.json",
+        "coco/train.json",
+        "coco/val.json",
+        "coco/test.json",
         "README.md",
+        "croissant.json",
+        "guideline.md",
+        "prompt.txt",
         "images.jsonl",
         "evaluate.py",  # the evaluation code (SPEC section 6; metrics.evaluation)
         "evaluation.json",
+        *per_split,
     } == set(m["files"])
     for name, meta in m["files"].items():
         assert file_digest(root / name).as_dict() == meta, name
@@ -121,8 +141,8 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
     a_values = Annotation.objects.get(item=s["s0"], annotator=annotator_a).values
     mine = [a["values"] for a in annotations if a["item_id"] == s["s0"].pk and a["annotator"] == "annotator-01"]
     assert mine == [a_values]
-    for path in root.iterdir():
-        if path.is_file():
+    for path in root.rglob("*"):
+        if path.is_file() and path.parent.name != "images":
             text = path.read_text(encoding="utf-8", errors="replace")
             assert annotator_a.username not in text and annotator_b.username not in text, path.name
 
@@ -130,7 +150,13 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
     assert [c["model_name"] for c in cands] == ["gpt-4o-hidden-model", "gemini-hidden-model", "qwen-vl-hidden-model"]
     assert cands[0]["fields"]["label"] == "harmful" and cands[0]["item_id"] == s["s0"].pk
 
-    coco = json.loads((root / "coco.json").read_text())
+    coco = {"images": [], "annotations": []}
+    for split in ("train", "val", "test"):
+        part = json.loads((root / f"coco/{split}.json").read_text())
+        assert {i["split"] for i in part["images"]} <= {split}
+        coco["images"] += part["images"]
+        coco["annotations"] += part["annotations"]
+        coco["categories"] = part["categories"]
     assert [c["name"] for c in coco["categories"]] == [
         "group background",
         "religion and caste",
@@ -151,14 +177,18 @@ def test_release_files_match_the_manifest_and_hold_what_section_5_lists(
     assert df["item_id"].tolist() == table.column("item_id").to_pylist()
     assert df["split"].tolist() == table.column("split").to_pylist()
     assert table.to_pylist()[0]["gold"] == records[0]["gold"]
+    # provenance is a nested column, not JSON text
+    assert table.schema.field("provenance").type.num_fields > 0
+    assert table.to_pylist()[0]["provenance"]["label"]["source"] == "identical"
 
 
 def test_same_state_twice_gives_byte_identical_files(project, v1, lead):
     v2 = build(project, lead)
     assert v2.number == 2 and v2.manifest_sha256 == v1.manifest_sha256
     a, b = release_dir(v1), release_dir(v2)
-    names = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
-    assert names == sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file())
+    # the archive index is not a release file: its entries name the archive folder (p1-v1/...)
+    names = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file() and p.name != ARCHIVE_INDEX)
+    assert names == sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file() and p.name != ARCHIVE_INDEX)
     for name in names:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 

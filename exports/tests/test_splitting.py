@@ -103,3 +103,57 @@ def test_exact_duplicate_groups() -> None:
     got = exact_duplicate_groups(["x", "y", "x", "z", "y", "x"])
     assert got == {"x": [0, 2, 5], "y": [1, 4]}
     assert list(got) == ["x", "y"]
+
+
+def test_35_items_at_85_5_10_give_30_2_3():
+    from exports.splitting import largest_remainder
+
+    assert largest_remainder(35, [0.85, 0.05, 0.10]) == [30, 2, 3]
+    out = stratified_group_split(groups=np.arange(35), strata=np.zeros(35, dtype=np.int32), order_keys=keys(35))
+    assert np.bincount(out, minlength=3).tolist() == [30, 2, 3]
+
+
+def test_small_strata_do_not_empty_val_or_test():
+    # 35 items in seven strata of five: the old per-stratum rule put all of them in train.
+    strata = np.repeat(np.arange(7, dtype=np.int32), 5)
+    out = stratified_group_split(groups=np.arange(35), strata=strata, order_keys=keys(35, 3))
+    assert np.bincount(out, minlength=3).tolist() == [30, 2, 3]
+    # and the val/test items come from different strata rather than one
+    assert len(set(strata[out != 0].tolist())) >= 3
+
+
+def test_ten_items_still_get_a_val_and_a_test_item():
+    out = stratified_group_split(groups=np.arange(10), strata=np.zeros(10, dtype=np.int32), order_keys=keys(10))
+    assert np.bincount(out, minlength=3).tolist() == [8, 1, 1]
+
+
+def test_a_zero_ratio_split_stays_empty():
+    out = stratified_group_split(
+        groups=np.arange(10), strata=np.zeros(10, dtype=np.int32), order_keys=keys(10), ratios=[0.9, 0, 0.1]
+    )
+    assert np.bincount(out, minlength=3).tolist() == [9, 0, 1]
+
+
+def test_pinned_items_keep_their_split_and_count_toward_the_sizes():
+    pinned = np.full(35, -1, dtype=np.int8)
+    pinned[:4] = 2  # four items pinned to test
+    pinned[4] = 1
+    out = stratified_group_split(
+        groups=np.arange(35), strata=np.zeros(35, dtype=np.int32), order_keys=keys(35), pinned=pinned
+    )
+    assert out[:4].tolist() == [2, 2, 2, 2] and out[4] == 1
+    assert np.bincount(out, minlength=3).tolist() == [29, 2, 4]  # pins overfill test: train and val share the rest
+
+
+def test_a_group_too_big_for_val_leaves_a_shortfall_that_is_reported():
+    from exports.splitting import split_shortfalls
+
+    groups = np.array([0] * 30 + [1, 2, 3, 4, 5])  # one group of 30 must go to train whole
+    out = stratified_group_split(groups=groups, strata=np.zeros(35, dtype=np.int32), order_keys=keys(35))
+    sizes = dict(zip(SPLITS, np.bincount(out, minlength=3).tolist()))
+    assert len(set(out[:30].tolist())) == 1
+    assert sum(sizes.values()) == 35
+    assert split_shortfalls(sizes={"train": 33, "val": 0, "test": 2}, ratios=[0.85, 0.05, 0.1], total=35) == [
+        {"split": "val", "asked": 2, "actual": 0},
+        {"split": "test", "asked": 3, "actual": 2},
+    ]

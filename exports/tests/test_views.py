@@ -136,7 +136,8 @@ def test_releases_pages(
     assert "/p/p1/releases/v1/" in html and "build-release" not in html
     page = client.get("/p/p1/releases/v1/").content.decode()
     assert release.manifest["files"]["records.parquet"]["sha256"] in page and 'id="integrity">passed' in page
-    assert "/api/projects/p1/releases/1/files/records.jsonl" in page and "dataset release" in page
+    assert "/api/projects/p1/releases/1/files/records.jsonl" in page and "## Motivation" in page
+    assert "/api/projects/p1/releases/1/archive" in page
     assert client.get("/p/p1/releases/v9/").status_code == 404
     assert client.get("/p/p1/releases/diff/?from=1&to=x").status_code == 404
 
@@ -177,3 +178,22 @@ def test_project_page_links_by_role(client_for, project, lead, researcher, annot
     assert "link-releases" in researcher_html and "link-duplicates" not in researcher_html
     annotator_html = client_for(annotator_a).get("/p/p1/").content.decode()
     assert "link-releases" not in annotator_html and "link-duplicates" not in annotator_html
+
+
+def test_splits_page_warns_when_a_split_gets_fewer_items_than_asked(
+    client_for, project, dup_items, lead, annotator_a, annotator_b
+):
+    """Only s0 and its recompressed copy s1 (one near-duplicate group) are gold: at 50/50/0
+    the group cannot be cut, so val gets nothing where one item is asked. The page says so."""
+    from exports.factories import gold_create
+
+    project.split_ratios = [0.5, 0.5, 0]
+    project.save(update_fields=["split_ratios"])
+    gold_create(project, dup_items[:2], [annotator_a, annotator_b])
+    near_duplicates_detect(project=project)
+    html = client_for(lead).get("/p/p1/splits/").content.decode()
+    assert "split-shortfall" in html
+    assert (
+        "The val split has 0 items where the ratios ask for 1" in html
+        or "The train split has 0 items where the ratios ask for 1" in html
+    )

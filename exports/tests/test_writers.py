@@ -129,7 +129,7 @@ def test_coco_writer_streams_images_and_pixel_boxes(tmp_path):
     digest = coco.close()
     assert digest == file_digest(tmp_path / "coco.json")
     data = json.loads((tmp_path / "coco.json").read_text())
-    assert list(data) == ["annotations", "categories", "images", "info"]
+    assert list(data) == ["annotations", "categories", "images", "info", "licenses"]
     assert [i["id"] for i in data["images"]] == [5, 6]
     assert data["categories"] == [
         {"id": 1, "name": "gender", "supercategory": "target"},
