@@ -74,7 +74,7 @@ def auditors_for_project(*, project: Project):
 
     return (
         get_user_model()
-        .objects.filter(memberships__project=project, memberships__role=Role.AUDITOR)
+        .objects.filter(memberships__project=project, memberships__role=Role.AUDITOR, memberships__is_active=True)
         .distinct()
         .order_by("id")
     )

@@ -41,4 +41,5 @@ from annotation.services.saves import (  # noqa: F401
 from annotation.services.welfare import (  # noqa: F401
     annotator_preference_update,
     content_warning_accept,
+    guideline_seen,
 )

@@ -106,6 +106,7 @@ def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:
         stage=stage.index,
         status=Status.DRAFT,
         schema_version=project.schema_version,
+        guideline_version=project.guideline_version,
     )
     Assignment.objects.create(
         project=project,
