@@ -14,7 +14,7 @@ from django.db.models import Count, Max, Q, Sum
 
 from adjudication.models import AdjudicationTask, GoldRecord
 from annotation.models import Annotation, Kind
-from core.errors import Conflict, Invalid
+from core.errors import Conflict, Invalid, StaleVersion
 from projects.fieldtypes import SchemaError
 from projects.models import Item, Project, Role, Stage
 from projects.schema import Schema
@@ -106,6 +106,12 @@ def schema_change(*, project: Project, schema: dict, expected_version: int | Non
     rewritten; afterwards a new version is made (existing annotations keep theirs). When the
     change would make saved work invalid, nothing is saved unless ``confirm``: Conflict carries
     the impact, so the page and the API can list it first."""
+    current = Project.objects.values_list("schema_version", flat=True).get(pk=project.pk)
+    if expected_version is not None and expected_version != current:  # checked again under the lock
+        raise StaleVersion(
+            f"The schema was changed elsewhere (now version {current}, you edited {expected_version}). "
+            "Reload; your edits are still in the form."
+        )
     impact = schema_change_impact(project=project, schema=schema)
     if impact.invalid_total and not confirm:
         raise SchemaChangeNeedsConfirmation(impact)
