@@ -22,10 +22,18 @@ def _validate_link(url: str) -> bool:
 _MD.validateLink = _validate_link
 
 
+#: A guideline's "# Title" sits inside a page that has its own h1 and h2: headings move down.
+HEADING_SHIFT = 2
+
+
 def render_markdown(text: str) -> SafeString:
     # markdown-it escapes every character of text and attributes itself ("html": False turns
     # raw HTML blocks and inline tags into escaped text), so its output is safe to mark.
-    return mark_safe(_MD.render(text or ""))
+    tokens = _MD.parse(text or "")
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(6, int(token.tag[1]) + HEADING_SHIFT)}"
+    return mark_safe(_MD.renderer.render(tokens, _MD.options, {}))
 
 
 def guideline_diff(old: str, new: str) -> list[tuple[str, str]]:

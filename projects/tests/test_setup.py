@@ -231,7 +231,7 @@ def test_guideline_markdown_is_rendered_without_raw_html():
     html = render_markdown(
         "# Title\n\n<script>alert(1)</script> <img src=x onerror=alert(1)>\n\n[bad](javascript:alert(1)) [ok](https://example.org)"
     )
-    assert "<h1>Title</h1>" in html
+    assert "<h3>Title</h3>" in html
     assert "<script" not in html and "<img" not in html and "&lt;script&gt;" in html
     assert 'href="javascript' not in html and 'href="https://example.org"' in html
 
@@ -260,7 +260,7 @@ def test_guideline_page_and_api(client_for, project, lead, annotator_a, research
     )
     assert response.status_code == 302
     page = client.get(reverse("project_detail", args=[project.slug])).content.decode()
-    assert "<h1>Rules</h1>" in page and "&lt;b&gt;x&lt;/b&gt;" in page
+    assert "<h3>Rules</h3>" in page and "&lt;b&gt;x&lt;/b&gt;" in page
     response = client.post(
         f"/api/projects/{project.slug}/guideline/", {"text": "# Three"}, content_type="application/json"
     )
