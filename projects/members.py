@@ -174,6 +174,8 @@ def invitation_create(*, project: Project, email: str, roles, by, days: int = IN
         raise Invalid("The link must expire in 1 to 30 days.", errors={"days": "1 to 30"})
     if Membership.objects.filter(project=project, user__email__iexact=email, is_active=True).exists():
         raise Conflict(f"{email} is already a member of this project: change their roles on the members page.")
+    if get_user_model().objects.filter(email__iexact=email, is_active=True).exists():
+        raise Conflict(f"{email} already has an account: add them by username or email instead of inviting them.")
     now = timezone.now()
     if Invitation.objects.filter(
         project=project, email=email, accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now

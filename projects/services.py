@@ -7,8 +7,14 @@ import copy
 import re
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.contrib.auth.tokens import default_token_generator
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 from django.utils.text import slugify
 
 from core.errors import Forbidden, Invalid, StaleVersion
@@ -146,6 +152,34 @@ def project_creator_set(*, staff, user, allowed: bool) -> None:
     for attr in ("_perm_cache", "_user_perm_cache"):
         if hasattr(user, attr):
             delattr(user, attr)
+
+
+def creator_invite(*, staff, username: str, email: str) -> tuple[Any, str, str]:
+    """Site staff bring in a new person who may create projects (there is no open sign-up): an
+    account without a usable password and the permission; returns (user, uidb64, token) for a
+    one-time "set your password" link (Django's password-reset token: it stops working once the
+    password is set and expires after PASSWORD_RESET_TIMEOUT)."""
+    if not (staff.is_authenticated and staff.is_staff):
+        raise Forbidden("Only site staff decide who may create projects.")
+    User = get_user_model()
+    username, email = (username or "").strip(), (email or "").strip().lower()
+    errors = {}
+    if not re.fullmatch(r"[\w.@+-]{1,150}", username):
+        errors["username"] = "up to 150 letters, digits and @ . + - _"
+    elif User.objects.filter(username__iexact=username).exists():
+        errors["username"] = "this username is taken: give the existing user the permission instead"
+    try:
+        validate_email(email)
+    except ValidationError:
+        errors["email"] = "enter an email address"
+    if errors:
+        raise Invalid("The account could not be made.", errors=errors)
+    with transaction.atomic():
+        user = User.objects.create_user(username=username, email=email)
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        project_creator_set(staff=staff, user=user, allowed=True)
+    return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)
 
 
 # ---------------------------------------------------------------- schema

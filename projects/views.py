@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import NotFound
 from core.jobs import job_cancel
-from core.views import form_errors
+from core.views import caught_service_error, form_errors
 from projects.access import project_get_for_user
 from projects.forms import GuidelineForm, ImportUploadForm, InvitationAcceptForm, ProjectCreateForm
 from projects.guideline import guideline_diff, render_markdown
@@ -32,6 +32,7 @@ from projects.selectors import (
 )
 from projects.services import (
     CREATE_PERMISSION,
+    creator_invite,
     guideline_save,
     project_create_for_user,
     project_creator_set,
@@ -163,7 +164,17 @@ def staff_creators_page(request):
     if not request.user.is_staff:
         raise PermissionDenied("Only site staff decide who may create projects.")
     User = get_user_model()
-    if request.method == "POST":
+    link = None
+    if request.method == "POST" and request.POST.get("action") == "invite":
+        with caught_service_error() as error:
+            new, uidb64, token = creator_invite(
+                staff=request.user, username=request.POST.get("username", ""), email=request.POST.get("email", "")
+            )
+            link = request.build_absolute_uri(reverse("set_password", args=[uidb64, token]))
+            messages.success(request, f"Account {new.username} made; it may create projects. Send them the link below.")
+        if error.exc:
+            messages.error(request, error.message + " " + " ".join(f"{k}: {v}" for k, v in error.errors.items()))
+    elif request.method == "POST":
         user = User.objects.filter(
             pk=request.POST.get("user", "0") if request.POST.get("user", "").isdigit() else 0
         ).first()
@@ -185,7 +196,7 @@ def staff_creators_page(request):
         ).values_list("pk", flat=True)
     )
     rows = [(u, u.is_superuser or u.pk in creators) for u in users[:200]]
-    return render(request, "projects/staff_creators.html", {"rows": rows, "query": query})
+    return render(request, "projects/staff_creators.html", {"rows": rows, "query": query, "link": link})
 
 
 @login_required

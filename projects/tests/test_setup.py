@@ -426,3 +426,40 @@ def test_split_preview_sizes_and_empty_splits():
     small = split_preview(ratios=[0.85, 0.05, 0.10], n=8)
     assert sum(s["items"] for s in small) == 8 and [s["split"] for s in small if s["empty"]] == ["val"]
     assert all(s["empty"] for s in split_preview(ratios=[1, 1, 1], n=0))
+
+
+def test_staff_bring_in_a_new_project_creator_with_a_one_time_link(client_for, make_user, client):
+    staff = make_user("staffer", is_staff=True)
+    page = client_for(staff)
+    response = page.post(
+        reverse("staff_creators"), {"action": "invite", "username": "newlead", "email": "nl@example.org"}
+    )
+    body = response.content.decode()
+    assert response.status_code == 200 and "/accounts/set-password/" in body
+    link = body.split('id="creator-link"')[0].rsplit('value="', 1)[1].split('"')[0]
+    assert "/accounts/set-password/" in link
+    refused = page.post(
+        reverse("staff_creators"), {"action": "invite", "username": "newlead", "email": "x@example.org"}
+    )
+    assert "taken" in refused.content.decode()
+    page.logout()
+    path = link.split("testserver", 1)[1]
+    form_page = client.get(path, follow=True)
+    assert form_page.status_code == 200 and "Set your password" in form_page.content.decode()
+    done = client.post(
+        form_page.redirect_chain[-1][0] if form_page.redirect_chain else path,
+        {"new_password1": PASSWORD, "new_password2": PASSWORD},
+    )
+    assert done.status_code == 302
+    assert client.login(username="newlead", password=PASSWORD)
+    user = type(staff).objects.get(username="newlead")
+    assert user_can_create_projects(user)
+    client.logout()
+    assert "not valid" in client.get(path, follow=True).content.decode()  # spent
+
+
+def test_invitation_for_an_existing_account_asks_to_add_them(project, lead, make_user):
+    make_user("has_account", email="has@example.org")
+    with pytest.raises(Conflict) as exc:
+        invitation_create(project=project, email="HAS@example.org", roles=["annotator"], by=lead)
+    assert "add them" in exc.value.message
