@@ -518,3 +518,11 @@ def gold_send_back(*, item: Item, lead, note: str = "") -> AdjudicationTask:
         raise Conflict("This item is already waiting for adjudication.") from None
     item.stage = Stage.ADJUDICATION
     return task
+
+
+def adjudications_release_for(*, project: Project, user) -> int:
+    """A deactivated reviewer's claimed tasks reopen for the other reviewers; their draft is kept.
+    Connected to projects.hooks.member_deactivated."""
+    return AdjudicationTask.objects.filter(
+        item__project=project, reviewer=user, status=AdjudicationTask.Status.CLAIMED
+    ).update(status=AdjudicationTask.Status.OPEN, reviewer=None, claimed_at=None)

@@ -24,6 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import Conflict, Invalid, NotFound
+from projects import hooks
 from projects.models import Invitation, Membership, Project, Role
 
 INVITE_DAYS = 7
@@ -136,6 +137,7 @@ def member_deactivate(*, project: Project, user) -> None:
         if active.filter(role=Role.LEAD).exists() and not _active_leads(project, exclude_user=user):
             raise Conflict("This is the project's last lead: make someone else lead before deactivating them.")
         active.update(is_active=False, deactivated_at=timezone.now())
+        hooks.member_deactivated.send(project=project, user=user)
     _forget_roles(user)
 
 

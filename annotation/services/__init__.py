@@ -20,6 +20,7 @@ from annotation.services.claims import (  # noqa: F401
     ClaimResult,
     annotation_open,
     assignment_claim_next,
+    claims_release_for,
     slots_of,
 )
 from annotation.services.saves import (  # noqa: F401

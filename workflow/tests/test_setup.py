@@ -13,10 +13,10 @@ from django.urls import reverse
 from adjudication.models import AdjudicationTask, GoldRecord
 from adjudication.services import adjudication_next, gold_decide
 from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, claim, items_open, ready
-from annotation.models import Annotation
+from annotation.models import Annotation, Assignment
 from core.errors import Conflict
 from projects.factories import items_create, project_with_members
-from projects.members import invitation_create
+from projects.members import invitation_create, member_deactivate
 from projects.models import Item, Stage
 from projects.presets import MEME3W_SCHEMA
 from projects.services import guideline_save, membership_add
@@ -464,3 +464,22 @@ def test_membership_add_still_works_for_several_roles(project, annotator_a):
         "annotator",
         "reviewer",
     }
+
+
+def test_deactivation_gives_back_claims_and_claimed_adjudications(
+    project, lead, annotator_a, annotator_b, reviewer, items
+):
+    items_open(items)
+    submit(annotator_a, project, MEME3W_HARMFUL)
+    submit(annotator_b, project, {**MEME3W_HARMFUL, "target_category": "gender"})
+    ready(annotator_a, project)
+    held = claim(annotator_a, project)  # a live claim on the next item
+    task = adjudication_next(project=project, reviewer=reviewer)
+    assert task.status == "claimed"
+    member_deactivate(project=project, user=annotator_a)
+    member_deactivate(project=project, user=reviewer)
+    assert not Assignment.objects.filter(annotator=annotator_a, status="active").exists()
+    assert Annotation.objects.filter(pk=held.pk).exists()  # the draft stays
+    assert Annotation.objects.filter(annotator=annotator_a, status="submitted").count() == 1  # past work counts
+    task.refresh_from_db()
+    assert task.status == "open" and task.reviewer is None
