@@ -242,3 +242,61 @@ def test_a_group_sets_up_its_study_through_pages_alone(
     assert page.console_errors == [], page.console_errors
     for pg in (ann1, ann2, rev):
         pg.context.close()
+
+
+def test_settings_and_members_pages_explain_before_they_apply(
+    page, browser_login, live_server, project, lead, annotator_a, annotator_b, items, tmp_path
+):
+    from annotation.factories import MEME3W_HARMFUL, claim, items_open, ready
+    from workflow.services import annotation_submit
+
+    items_open(items)
+    ready(annotator_a, project)
+    a = claim(annotator_a, project)
+    annotation_submit(annotator=annotator_a, item=a.item, values=MEME3W_HARMFUL, version=a.version)
+    page.set_viewport_size({"width": 1300, "height": 1000})
+    browser_login(lead)
+    page.goto(f"{live_server.url}/p/{project.slug}/")
+    page.click("#link-settings")
+    # The split preview follows the ratios as they are typed (htmx) and warns about an empty split.
+    page.fill("#split_val", "0")
+    expect(page.locator("[data-empty-split=val]")).to_contain_text("would come out empty")
+    page.fill("#split_val", "abc")
+    expect(page.locator("#split-preview-bad")).to_be_visible()
+    page.fill("#split_val", "0.05")
+    expect(page.locator("[data-empty-split]")).to_have_count(0)
+    # Majority vote needs 3 annotators: refused with the reason; the typed values stay.
+    page.check("#rule-majority")
+    page.fill("#claim_timeout_minutes", "45")
+    page.click("#save-settings")
+    expect(page.locator("#error-auto_merge_rules")).to_contain_text("3 or more annotators")
+    assert page.input_value("#claim_timeout_minutes") == "45" and page.is_checked("#rule-majority")
+    # Lowering annotators per item below what an item has is explained, applied only when confirmed.
+    page.uncheck("#rule-majority")
+    page.fill("#annotators_per_item", "1")
+    page.click("#save-settings")
+    expect(page.locator("#error-annotators_per_item")).to_contain_text("routes them at once")
+    page.check("#confirm-settings")
+    page.click("#save-settings")
+    expect(page.locator(".messages")).to_contain_text("Study settings saved")
+    project.refresh_from_db()
+    assert project.annotators_per_item == 1 and project.claim_timeout_minutes == 45
+    assert Item.objects.get(pk=a.item_id).stage == Stage.GOLD
+
+    # Members: a CSV with bad rows lists each one and adds the good ones; the last lead stays.
+    page.click("text=" + project.name)
+    page.click("#link-members")
+    csv_path = tmp_path / "members.csv"
+    csv_path.write_text("username,email,roles\nannotator_b,,reviewer\nghost,,annotator\nx,y,z,w\n")
+    page.set_input_files("#csv-members input[type=file]", str(csv_path))
+    page.click("#csv-members button[type=submit]")
+    expect(page.locator("#csv-problems tbody tr")).to_have_count(2)
+    expect(page.locator("#csv-problems")).to_contain_text("expected 3 columns")
+    expect(page.locator("#member-annotator_b")).to_contain_text("annotator_b")
+    assert page.is_checked("#member-annotator_b input[name=roles][value=reviewer]")
+    page.click("[data-deactivate=lead]")
+    expect(page.locator(".messages")).to_contain_text("last lead")
+    page.click("[data-deactivate=annotator_a]")
+    expect(page.locator("#member-annotator_a")).to_contain_text("deactivated")
+    expect(page.locator("#member-annotator_a td").nth(2)).to_have_text("1")  # past work, counted
+    assert [e for e in page.console_errors if "status of 4" not in e] == []
