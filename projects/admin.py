@@ -99,8 +99,8 @@ class ProjectAdmin(admin.ModelAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
-    list_display = ["user", "project", "role", "created_at"]
-    list_filter = ["role", "project"]
+    list_display = ["user", "project", "role", "is_active", "created_at"]
+    list_filter = ["role", "is_active", "project"]
     search_fields = ["user__username", "user__email", "project__slug"]
     raw_id_fields = ["user"]
 

@@ -19,7 +19,7 @@ from projects.members import invitation_accept
 from projects.models import GuidelineVersion, ImportJob, Project, Role
 from projects.presets import PRESETS
 from projects.selectors import job_get_for_project
-from projects.services import guideline_save, project_create_for_user, project_creator_set
+from projects.services import guideline_save, project_create_for_user, project_creator_set, user_can_create_projects
 
 
 class ProjectOutput(serializers.ModelSerializer):
@@ -58,6 +58,8 @@ class ProjectListApi(ListAPIView):
 
     @extend_schema(request=ProjectCreateInput, responses={201: ProjectDetailOutput, 400: ErrorOutput, 403: ErrorOutput})
     def post(self, request):
+        if not user_can_create_projects(request.user):  # refused before the body is read
+            raise PermissionDenied("You may not create projects: ask the site staff for the permission.")
         data = ProjectCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
@@ -161,10 +163,10 @@ class ProjectCreatorApi(APIView):
         },
     )
     def post(self, request):
-        data = ProjectCreatorInput(data=request.data)
-        data.is_valid(raise_exception=True)
         if not request.user.is_staff:
             raise PermissionDenied("Only site staff decide who may create projects.")
+        data = ProjectCreatorInput(data=request.data)
+        data.is_valid(raise_exception=True)
         user = get_user_model().objects.filter(username=data.validated_data["username"], is_active=True).first()
         if user is None:
             raise NotFound("No such user.")

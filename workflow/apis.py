@@ -123,7 +123,7 @@ def _schema_of(data: dict):
 
 
 class SchemaApi(APIView):
-    """GET the current schema (``?format=yaml`` for YAML text); PUT a new one (validated through the
+    """GET the current schema (``?format=yaml`` for YAML text); POST a new one (validated through the
     field-type registry; 409 ``confirm`` with the impact when saved work would not validate)."""
 
     @extend_schema(responses={200: SchemaOutput, 403: ErrorOutput, 404: ErrorOutput})
@@ -140,7 +140,7 @@ class SchemaApi(APIView):
         request=SchemaInput,
         responses={200: SchemaOutput, 400: ErrorOutput, 403: ErrorOutput, 404: ErrorOutput, 409: ErrorOutput},
     )
-    def put(self, request, slug):
+    def post(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
         data = SchemaInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -241,7 +241,8 @@ class MemberUpdateInput(serializers.Serializer):
 
 
 class MemberApi(APIView):
-    """PATCH a member's roles or deactivate / reactivate them (the last lead stays a lead)."""
+    """POST a member's roles, or deactivate / reactivate them (the last lead stays a lead); fields
+    left out are not changed."""
 
     @extend_schema(
         request=MemberUpdateInput,
@@ -253,7 +254,7 @@ class MemberApi(APIView):
             409: ErrorOutput,
         },
     )
-    def patch(self, request, slug, user_id):
+    def post(self, request, slug, user_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
         user = get_user_model().objects.filter(pk=user_id, memberships__project=project).distinct().first()
         if user is None:
@@ -347,8 +348,10 @@ class InvitationApi(APIView):
 
 
 class InvitationRevokeApi(APIView):
+    """Revoke a pending invitation: its link stops working."""
+
     @extend_schema(request=None, responses={204: None, 403: ErrorOutput, 404: ErrorOutput})
-    def delete(self, request, slug, invitation_id):
+    def post(self, request, slug, invitation_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
         invitation_revoke(project=project, invitation_id=invitation_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -396,7 +399,7 @@ class StudySettingsInput(serializers.Serializer):
 
 
 class StudySettingsApi(APIView):
-    """GET the study settings; PATCH some of them (each checked; lowering annotators per item below
+    """GET the study settings; POST some of them (each checked; lowering annotators per item below
     what items already have answers 409 ``confirm`` with the explanation, nothing saved)."""
 
     @extend_schema(responses={200: StudySettingsOutput, 403: ErrorOutput, 404: ErrorOutput})
@@ -408,7 +411,7 @@ class StudySettingsApi(APIView):
         request=StudySettingsInput,
         responses={200: StudySettingsOutput, 400: ErrorOutput, 403: ErrorOutput, 409: ErrorOutput},
     )
-    def patch(self, request, slug):
+    def post(self, request, slug):
         project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
         data = StudySettingsInput(data=request.data)
         data.is_valid(raise_exception=True)

@@ -18,7 +18,7 @@ urlpatterns = [
     path("api/projects/<slug:slug>/members/csv", apis.MemberCsvApi.as_view(), name="api_members_csv"),
     path("api/projects/<slug:slug>/invitations/", apis.InvitationApi.as_view(), name="api_invitations"),
     path(
-        "api/projects/<slug:slug>/invitations/<int:invitation_id>/",
+        "api/projects/<slug:slug>/invitations/<int:invitation_id>/revoke",
         apis.InvitationRevokeApi.as_view(),
         name="api_invitation",
     ),

@@ -52,6 +52,7 @@ from workflow.setup import member_progress, schema_change, schema_change_impact,
 
 _FIELD_KEY = re.compile(r"^field (\d+)")
 SAMPLE_TEXT = "When the sample meme says something about somebody"
+PREVIEW_IMPACT_LIMIT = 20_000
 
 
 @login_required
@@ -219,7 +220,13 @@ def schema_preview(request, slug):
         parsed = Schema(schema_check(schema))
         context["fields"] = [field_view(parsed, spec, parsed.absent_values()[spec["name"]]) for spec in parsed.fields]
         context["has_boxes"] = any("region" in parsed.type_of(n).roles for n in parsed.names)
-        context["impact"] = schema_change_impact(project=project, schema=schema)
+        # Checking every saved annotation on each change of the form is fine for a study's
+        # thousands; past that the preview says so and the check runs when saving.
+        submitted = Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED).count()
+        if submitted <= PREVIEW_IMPACT_LIMIT:
+            context["impact"] = schema_change_impact(project=project, schema=schema)
+        else:
+            context["impact_deferred"] = submitted
         context["sample"] = Item.objects.filter(project=project).order_by("id").first()
         context["schema_json"] = json.dumps(schema_check(schema))
     return render(request, "workflow/_schema_preview.html", context)
@@ -227,12 +234,13 @@ def schema_preview(request, slug):
 
 @login_required
 @require_POST
+@service_errors
 def schema_preview_check(request, slug):
     """The preview's "check these values": the values typed in the preview, validated by the schema
     in the form (JSON in, per-field messages out). Nothing is saved."""
     project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
     body = json_body(request)
-    schema = body.get("schema")
+    schema = body.get("schema") if isinstance(body, dict) else None
     problems = schema_problems(schema)
     if problems:
         return JsonResponse({"ok": False, "errors": problems})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import zipfile
 
 import pytest
@@ -21,6 +22,13 @@ from projects.models import Item, Project, Stage
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 TEXTS = ["They always blame the new neighbours", "Monday again, send coffee"]
+#: SETUP_SCREENSHOTS=/some/dir saves the setup pages as PNG files there.
+SHOTS = os.environ.get("SETUP_SCREENSHOTS")
+
+
+def _shot(page, name):
+    if SHOTS:
+        page.screenshot(path=os.path.join(SHOTS, f"{name}.png"), full_page=True)
 
 
 def _zip(tmp_path):
@@ -158,6 +166,7 @@ def test_a_group_sets_up_its_study_through_pages_alone(
     assert not page.is_checked("#preview-root input[name='p-tactics'][value=irony]")
     page.click("#preview-check")
     expect(page.locator("#preview-result")).to_have_text("These values would be accepted.")
+    _shot(page, "schema-editor")
     page.click("#save-schema")
     expect(page.locator(".messages")).to_contain_text("Schema version 1 saved")
     project = Project.objects.get(slug=slug)
@@ -190,6 +199,7 @@ def test_a_group_sets_up_its_study_through_pages_alone(
             box.set_checked(box.get_attribute("value") == role)
         page.click("#invite-btn")
         links[email] = page.locator(f".invite-url[data-email='{email}']").input_value()
+    _shot(page, "members")
     # an address with a pending invitation is refused with a message
     page.fill("#invite-email", "ann1@example.org")
     page.click("#invite-btn")
@@ -261,6 +271,7 @@ def test_settings_and_members_pages_explain_before_they_apply(
     # The split preview follows the ratios as they are typed (htmx) and warns about an empty split.
     page.fill("#split_val", "0")
     expect(page.locator("[data-empty-split=val]")).to_contain_text("would come out empty")
+    _shot(page, "settings")
     page.fill("#split_val", "abc")
     expect(page.locator("#split-preview-bad")).to_be_visible()
     page.fill("#split_val", "0.05")

@@ -172,13 +172,13 @@ def test_schema_change_after_annotation_is_a_new_version_with_its_impact(client_
     api = f"/api/projects/{project.slug}/schema/"
     check = client.post(api + "check", {"schema": MEME3W_SCHEMA}, content_type="application/json").json()
     assert check["ok"] and check["impact"]["invalid_annotations"] == 0
-    response = client.put(
+    response = client.post(
         api, {"schema": narrower | {"fields": narrower["fields"][:1]}, "version": 1}, content_type="application/json"
     )
     assert response.status_code == 409 and response.json()["code"] == "stale"
-    response = client.put(api, {"text": "fields: []", "format": "yaml"}, content_type="application/json")
+    response = client.post(api, {"text": "fields: []", "format": "yaml"}, content_type="application/json")
     assert response.status_code == 400 and "schema" in response.json()["errors"]
-    response = client.put(api, {"schema": MEME3W_SCHEMA, "version": 2}, content_type="application/json")
+    response = client.post(api, {"schema": MEME3W_SCHEMA, "version": 2}, content_type="application/json")
     assert response.status_code == 200 and response.json()["version"] == 3
 
 
@@ -223,14 +223,14 @@ def test_lowering_annotators_is_explained_then_applied_on_confirmation(
     project.refresh_from_db()
     assert project.annotators_per_item == 1
     assert Item.objects.get(pk=items[0].pk).stage == Stage.GOLD  # routed by the change
-    response = client.patch(
+    response = client.post(
         f"/api/projects/{project.slug}/settings/",
         {"settings": {"split_ratios": [1, 0, 0]}, "dry_run": True},
         content_type="application/json",
     )
     assert response.status_code == 200
     assert [s["empty"] for s in response.json()["split_preview"]] == [False, True, True]
-    response = client.patch(
+    response = client.post(
         f"/api/projects/{project.slug}/settings/",
         {"settings": {"claim_timeout_minutes": 1}},
         content_type="application/json",
@@ -346,7 +346,7 @@ def test_members_page_lists_progress_and_acts(client_for, project, lead, annotat
     api = client.get(f"/api/projects/{project.slug}/members/").json()
     a = next(m for m in api if m["username"] == "annotator_a")
     assert not a["active"] and a["progress"]["submitted"] == 1  # past work stays, counted
-    response = client.patch(
+    response = client.post(
         f"/api/projects/{project.slug}/members/{lead.pk}/", {"active": False}, content_type="application/json"
     )
     assert response.status_code == 409 and "last lead" in response.json()["detail"]
@@ -383,15 +383,15 @@ def _setup_endpoints(slug, user_id):
         ("post", reverse("settings_split_preview", args=[slug]), {}),
         ("get", reverse("guideline_page", args=[slug]), None),
         ("get", f"/api/projects/{slug}/schema/", None),
-        ("put", f"/api/projects/{slug}/schema/", {"schema": MEME3W_SCHEMA}),
+        ("post", f"/api/projects/{slug}/schema/", {"schema": MEME3W_SCHEMA}),
         ("post", f"/api/projects/{slug}/schema/check", {"schema": MEME3W_SCHEMA}),
         ("get", f"/api/projects/{slug}/members/", None),
         ("post", f"/api/projects/{slug}/members/", {"identifier": "x", "roles": ["annotator"]}),
-        ("patch", f"/api/projects/{slug}/members/{user_id}/", {"active": False}),
+        ("post", f"/api/projects/{slug}/members/{user_id}/", {"active": False}),
         ("get", f"/api/projects/{slug}/invitations/", None),
         ("post", f"/api/projects/{slug}/invitations/", {"email": "z@example.org", "roles": ["annotator"]}),
         ("get", f"/api/projects/{slug}/settings/", None),
-        ("patch", f"/api/projects/{slug}/settings/", {"settings": {"split_seed": 3}}),
+        ("post", f"/api/projects/{slug}/settings/", {"settings": {"split_seed": 3}}),
     ]
 
 
@@ -422,9 +422,9 @@ def test_a_lead_cannot_reach_another_projects_member_or_invitation(client_for, p
     invitation, _ = invitation_create(project=project, email="q@example.org", roles=["annotator"], by=lead)
     other_slug = "other"
     client = client_for(outsider)
-    assert client.delete(f"/api/projects/{other_slug}/invitations/{invitation.pk}/").status_code == 404
+    assert client.post(f"/api/projects/{other_slug}/invitations/{invitation.pk}/revoke").status_code == 404
     assert (
-        client.patch(
+        client.post(
             f"/api/projects/{other_slug}/members/{lead.pk}/", {"active": False}, content_type="application/json"
         ).status_code
         == 404
@@ -449,7 +449,7 @@ def test_openapi_documents_the_setup_endpoints(client_for, lead):
         "/api/projects/{slug}/members/{user_id}/",
         "/api/projects/{slug}/members/csv",
         "/api/projects/{slug}/invitations/",
-        "/api/projects/{slug}/invitations/{invitation_id}/",
+        "/api/projects/{slug}/invitations/{invitation_id}/revoke",
         "/api/projects/{slug}/settings/",
         "/api/invitations/accept",
         "/api/staff/project-creators",
@@ -483,3 +483,17 @@ def test_deactivation_gives_back_claims_and_claimed_adjudications(
     assert Annotation.objects.filter(annotator=annotator_a, status="submitted").count() == 1  # past work counts
     task.refresh_from_db()
     assert task.status == "open" and task.reviewer is None
+
+
+def test_preview_check_answers_bad_bodies_without_a_server_error(client_for, project, lead):
+    url = reverse("schema_preview_check", args=[project.slug])
+    client = client_for(lead)
+    assert client.post(url).status_code == 302  # a plain form post: back with the message
+    response = client.post(url, "[1, 2]", content_type="application/json")
+    assert response.status_code == 400 and "JSON object" in response.json()["detail"]
+    response = client.post(url, json.dumps({"schema": "x"}), content_type="application/json")
+    assert response.status_code == 200 and response.json()["errors"] == {
+        "schema": "a schema is an object with a list of fields"
+    }
+    response = client.post(url, "{not json", content_type="application/json")
+    assert response.status_code == 400
