@@ -21,6 +21,11 @@ class AdjudicationTask(models.Model):
     comparison = models.JSONField(help_text="{field: agree | minor | disagree} over all annotator pairs (worst).")
     annotation_ids = models.JSONField(help_text="Submitted annotations compared, in 'Annotator 1/2/...' order.")
     reason = models.CharField(max_length=20, default="disagreement", help_text="disagreement | sent_back")
+    settled = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="{field: {value, provenance}} settled before review (majority vote); kept unless the reviewer overrides.",
+    )
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     claimed_at = models.DateTimeField(null=True, blank=True)
     draft = models.JSONField(default=dict, blank=True, help_text="Reviewer's unsaved decisions (autosave).")

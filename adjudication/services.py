@@ -165,6 +165,7 @@ def item_route(*, item: Item) -> str:
     schema = project.get_schema()
     rules = set(project.auto_merge_rules or [])
     gold, provenance = {}, {}
+    settled: dict[str, dict] = {}
     needs_review = False
     for spec in schema.fields:
         name = spec["name"]
@@ -173,6 +174,13 @@ def item_route(*, item: Item) -> str:
             gold[name] = values[0].get(name, REGISTRY[spec["type"]].absent(spec))
             provenance[name] = {"source": "identical"}
             continue
+        if "majority" in rules and len(values) >= 3:
+            winner = majority_value(spec, [v.get(name) for v in values])
+            if winner is not None:
+                gold[name], pick, votes = winner
+                provenance[name] = {"source": "majority", "votes": votes, "of": len(values)}
+                settled[name] = {"pick": pick, "votes": votes, "of": len(values)}
+                continue
         merged = None
         if outcome == MINOR and rules:
             merged = REGISTRY[spec["type"]].auto_merge(
@@ -198,11 +206,49 @@ def item_route(*, item: Item) -> str:
             )
             return ROUTE_GOLD
         needs_review = True  # a merge that breaks a rule goes to a person
-    task = AdjudicationTask.objects.create(item=item, comparison=comparison, annotation_ids=[a.pk for a in annotations])
+    # Fields a strict majority settled stay settled (provenance "majority"): the reviewer sees
+    # them picked and decides only the rest, unless they override a pick.
+    task = AdjudicationTask.objects.create(
+        item=item,
+        comparison=comparison,
+        annotation_ids=[a.pk for a in annotations],
+        settled=settled,
+        draft={"decisions": {n: {"pick": s["pick"]} for n, s in settled.items()}} if settled else {},
+    )
     Item.objects.filter(pk=item.pk).update(stage=Stage.ADJUDICATION)
     item.stage = Stage.ADJUDICATION
     history_record(project=project, item=item, kind="routed", new={"comparison": comparison, "task": task.pk})
     return ROUTE_ADJUDICATION
+
+
+def majority_value(spec: dict, values: list) -> tuple[object, int, int] | None:
+    """The value a strict majority of annotators gave (AHA-Memes: 2 of 3), compared as the
+    field type compares values (absent counts as a value of its own): (value, 1-based number
+    of the first annotator who gave it, votes), or None without a strict majority."""
+    ftype = REGISTRY[spec["type"]]
+    groups: dict[object, list[int]] = {}
+    for k, value in enumerate(values, start=1):
+        try:
+            key = ("absent",) if ftype.is_absent(spec, value) else ("value", _hashable(ftype.canonical(spec, value)))
+        except (TypeError, ValueError):
+            continue
+        groups.setdefault(key, []).append(k)
+    for members in groups.values():
+        if len(members) * 2 > len(values):
+            first = members[0]
+            value = values[first - 1]
+            return (ftype.absent(spec) if ftype.is_absent(spec, value) else value), first, len(members)
+    return None
+
+
+def _hashable(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, set):
+        return frozenset(_hashable(v) for v in value)
+    return value
 
 
 ROUTE_REFERENCES = "references"
@@ -347,6 +393,8 @@ def gold_decide(*, task: AdjudicationTask, reviewer, decisions: dict, note: str,
     for spec in schema.fields:
         name = spec["name"]
         decision = decisions.get(name)
+        if decision is None and name in (task.settled or {}):
+            decision = {"pick": task.settled[name]["pick"]}
         if decision is None:
             if task.comparison.get(name) == AGREE:
                 values[name] = annotations[0].values.get(name) if annotations else None
@@ -360,7 +408,11 @@ def gold_decide(*, task: AdjudicationTask, reviewer, decisions: dict, note: str,
                 errors[name] = f"there is no Annotator {k}"
                 continue
             values[name] = annotations[k - 1].values.get(name)
-            provenance[name] = {"source": "reviewer", "from_annotator": k, "decided_by": reviewer.pk}
+            majority = (task.settled or {}).get(name)
+            if majority and majority["pick"] == k:  # the reviewer kept the majority's value
+                provenance[name] = {"source": "majority", "votes": majority["votes"], "of": majority["of"]}
+            else:
+                provenance[name] = {"source": "reviewer", "from_annotator": k, "decided_by": reviewer.pk}
         elif "value" in decision:
             values[name] = decision["value"]
             provenance[name] = {"source": "reviewer", "edited": True, "decided_by": reviewer.pk}
@@ -425,6 +477,7 @@ def gold_revise(*, record: GoldRecord, reviewer) -> AdjudicationTask:
                 item=item,
                 comparison=previous.comparison,
                 annotation_ids=previous.annotation_ids,
+                settled=previous.settled,
                 reason="revision",
                 status=AdjudicationTask.Status.CLAIMED,
                 reviewer=reviewer,
@@ -465,3 +518,11 @@ def gold_send_back(*, item: Item, lead, note: str = "") -> AdjudicationTask:
         raise Conflict("This item is already waiting for adjudication.") from None
     item.stage = Stage.ADJUDICATION
     return task
+
+
+def adjudications_release_for(*, project: Project, user) -> int:
+    """A deactivated reviewer's claimed tasks reopen for the other reviewers; their draft is kept.
+    Connected to projects.hooks.member_deactivated."""
+    return AdjudicationTask.objects.filter(
+        item__project=project, reviewer=user, status=AdjudicationTask.Status.CLAIMED
+    ).update(status=AdjudicationTask.Status.OPEN, reviewer=None, claimed_at=None)

@@ -112,7 +112,10 @@ class AnnotationDraftApi(OwnAnnotationApi):
 
 
 class SkipInput(serializers.Serializer):
-    reason = serializers.ChoiceField(choices=sorted(SKIP_REASON_KEYS))
+    reason = serializers.CharField(
+        max_length=40,
+        help_text="A key of the project's skip reasons (" + ", ".join(sorted(SKIP_REASON_KEYS)) + " by default).",
+    )
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000)
 
 

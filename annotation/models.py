@@ -69,6 +69,9 @@ class Annotation(models.Model):
         default=0, help_text="Incremented on each save; a stale version gets HTTP 409."
     )
     schema_version = models.PositiveIntegerField(default=1, help_text="Project schema version of the last save.")
+    guideline_version = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Project guideline version of the last save (null: before versioning)."
+    )
     provenance = models.JSONField(
         default=dict,
         blank=True,
@@ -190,6 +193,9 @@ class AnnotatorPreference(models.Model):
     )
     blur_images = models.BooleanField(default=False, help_text="Blur each image until clicked.")
     auto_advance = models.BooleanField(default=True, help_text="Open the next item right after a submit.")
+    guideline_seen_version = models.PositiveIntegerField(
+        default=0, help_text="Last guideline version the annotator marked as read (0: none)."
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "project"], name="uniq_annotator_preference")]

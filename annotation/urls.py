@@ -11,6 +11,7 @@ urlpatterns = [
     path("p/<slug:slug>/annotate/progress", views.annotate_progress, name="annotate_progress"),
     path("p/<slug:slug>/annotate/warning", views.annotate_warning, name="annotate_warning"),
     path("p/<slug:slug>/annotate/preferences", views.annotate_preferences, name="annotate_preferences"),
+    path("p/<slug:slug>/annotate/guideline-read", views.annotate_guideline_seen, name="annotate_guideline_seen"),
     path("p/<slug:slug>/annotate/<int:item_id>/", views.annotate_item, name="annotate_item"),
     path("p/<slug:slug>/annotate/<int:item_id>/skip", views.annotate_skip, name="annotate_skip"),
     path(

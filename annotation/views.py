@@ -28,17 +28,18 @@ from annotation.selectors import (
     workspace_for_annotator,
 )
 from annotation.services import (
-    SKIP_REASONS,
     annotation_open,
     annotation_skip,
     annotator_preference_update,
     assignment_claim_next,
     content_warning_accept,
+    guideline_seen,
 )
 from candidates.selectors import candidates_for_annotator
 from core.views import service_errors
 from projects.access import item_get_for_user, project_get_for_user
-from projects.models import Role
+from projects.models import GuidelineVersion, Role
+from projects.services import skip_reasons_of
 
 ROLE_FOR_KIND = {Kind.ANNOTATION: Role.ANNOTATOR, Kind.AUDIT: Role.AUDITOR}
 
@@ -50,6 +51,31 @@ def _gate(request, project):
         url = reverse("annotate_warning", args=[project.slug]) + "?next=" + request.get_full_path()
         return pref, redirect(url)
     return pref, None
+
+
+def _guideline_notice(project, pref):
+    """The guideline version the annotator has not read yet (with its change note), or None."""
+    if pref is None or pref.guideline_seen_version >= project.guideline_version:
+        return None
+    return GuidelineVersion.objects.filter(project=project, version=project.guideline_version).first() or {
+        "version": project.guideline_version,
+        "note": "",
+    }
+
+
+@login_required
+@require_POST
+def annotate_guideline_seen(request, slug):
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.ANNOTATOR, Role.AUDITOR])
+    try:
+        version = int(request.POST.get("version", ""))
+    except ValueError:
+        version = project.guideline_version
+    guideline_seen(user=request.user, project=project, version=version)
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        back = reverse("annotate_home", args=[project.slug])
+    return redirect(back)
 
 
 @login_required
@@ -67,6 +93,7 @@ def annotate_home(request, slug):
             "worklist": annotator_worklist(user=request.user, project=project),
             "progress": annotator_progress(user=request.user, project=project),
             "pref": pref,
+            "guideline_notice": _guideline_notice(project, pref),
             "focus_next": True,  # Enter starts (the panel inside the workspace never takes the focus)
         },
     )
@@ -132,7 +159,8 @@ def _workspace_page(request, slug, item_id, kind):
             "blur": bool(pref and pref.blur_images),
             "auto_advance": pref.auto_advance if pref else True,
             "item_lang": item_lang(ws.item),
-            "skip_reasons": SKIP_REASONS,
+            "skip_reasons": skip_reasons_of(project),
+            "guideline_notice": _guideline_notice(project, pref),
             "draft_url": reverse(f"{api}_draft", args=[project.slug, ws.item.pk]),
             "submit_url": reverse(f"{api}_submit", args=[project.slug, ws.item.pk]),
             "storage_key": f"concord:{project.slug}:{kind}:{ws.item.pk}:{request.user.pk}",

@@ -18,6 +18,18 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path(
+        "accounts/set-password/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(
+            template_name="registration/set_password.html", success_url="/accounts/set-password/done/"
+        ),
+        name="set_password",
+    ),
+    path(
+        "accounts/set-password/done/",
+        auth_views.PasswordResetCompleteView.as_view(template_name="registration/set_password_done.html"),
+        name="set_password_done",
+    ),
     path("admin/", admin.site.urls),
     path("api/", include(api)),
     path("", include("annotation.urls")),

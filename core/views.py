@@ -65,6 +65,28 @@ def form_errors(form):
             form.add_error(None, exc.message)
 
 
+class CaughtError:
+    """What caught_service_error() caught: the error, its message, per-field errors and status."""
+
+    exc: ServiceError | None = None
+    message = ""
+    status = 200
+
+    def __init__(self):
+        self.errors: dict[str, str] = {}
+
+
+@contextmanager
+def caught_service_error():
+    """Inside a page view that re-renders itself with the messages (nothing typed is lost): a
+    ServiceError ends the block and is kept on the yielded object; the view goes on after it."""
+    caught = CaughtError()
+    try:
+        yield caught
+    except ServiceError as exc:
+        caught.exc, caught.message, caught.errors, caught.status = exc, exc.message, dict(exc.errors), exc.status
+
+
 #: Request bodies of the JSON views (reviewer page): bounded in size and nesting depth, so
 #: hostile input answers 400, never 500 (a RecursionError from deep nesting).
 MAX_JSON_BODY = 1_000_000

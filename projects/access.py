@@ -21,7 +21,9 @@ def roles_of(*, user, project: Project) -> set[str]:
     if cache is None:
         cache = user._concord_roles = {}
     if project.pk not in cache:
-        cache[project.pk] = set(Membership.objects.filter(user=user, project=project).values_list("role", flat=True))
+        cache[project.pk] = set(
+            Membership.objects.filter(user=user, project=project, is_active=True).values_list("role", flat=True)
+        )
     return cache[project.pk]
 
 
@@ -51,4 +53,4 @@ def item_get_for_user(*, user, project: Project, item_id, roles: Iterable[str] |
 def projects_for_user(*, user):
     if not user.is_authenticated:
         return Project.objects.none()
-    return Project.objects.filter(memberships__user=user).distinct()
+    return Project.objects.filter(memberships__user=user, memberships__is_active=True).distinct()

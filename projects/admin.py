@@ -1,9 +1,16 @@
+from django import forms
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+from django.utils.html import format_html
 
 from core.admin import JobAdmin, ReadOnlyAdmin
+from core.errors import ServiceError
 from projects.models import (
+    GuidelineVersion,
     ImportChunk,
     ImportJob,
+    Invitation,
     Item,
     ItemOcr,
     ItemVariant,
@@ -13,6 +20,34 @@ from projects.models import (
     SchemaVersion,
     WorkerHeartbeat,
 )
+from projects.presets import PRESETS
+from projects.services import check_name_slug, project_create
+
+
+class ProjectCreateAdminForm(forms.ModelForm):
+    """The admin's "add project" goes through projects.services.project_create: presets apply."""
+
+    preset = forms.ChoiceField(choices=[(k, v.get("label", k)) for k, v in PRESETS.items()], initial="custom")
+    copy_from = forms.ModelChoiceField(
+        queryset=Project.objects.all(), required=False, help_text="Copy every setting of this project instead."
+    )
+    lead = forms.ModelChoiceField(queryset=get_user_model().objects.filter(is_active=True), required=False)
+
+    class Meta:
+        model = Project
+        fields = ["name", "slug"]
+
+    def clean(self):
+        data = super().clean()
+        try:
+            check_name_slug(data.get("name", ""), data.get("slug", ""))
+        except ServiceError as exc:
+            for field, message in exc.errors.items():
+                self.add_error(field if field in self.fields else None, message)
+        return data
+
+    def validate_unique(self):
+        pass  # check_name_slug names a taken slug with a clearer message
 
 
 class MembershipInline(admin.TabularInline):
@@ -27,12 +62,48 @@ class ProjectAdmin(admin.ModelAdmin):
     list_filter = ["preset"]
     search_fields = ["name", "slug"]
     inlines = [MembershipInline]
+    # Schema and guideline change only through their editors (validated, versioned).
+    readonly_fields = ["preset", "schema_version", "schema", "guideline_version", "guideline", "editors"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = ProjectCreateAdminForm
+            kwargs["fields"] = ["name", "slug", "preset", "copy_from", "lead"]
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields if obj is not None else []
+
+    def get_inlines(self, request, obj):
+        return self.inlines if obj is not None else []
+
+    @admin.display(description="Edit")
+    def editors(self, obj):
+        return format_html(
+            '<a href="{}">schema editor</a> · <a href="{}">guideline</a>',
+            reverse("schema_editor", args=[obj.slug]),
+            reverse("guideline_page", args=[obj.slug]),
+        )
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        data = form.cleaned_data
+        project = project_create(
+            name=data["name"],
+            slug=data["slug"],
+            preset=data["preset"],
+            lead=data.get("lead"),
+            copy_from=data.get("copy_from"),
+        )
+        obj.__dict__.update({k: v for k, v in project.__dict__.items() if k != "_state"})
+        obj._state = project._state
 
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
-    list_display = ["user", "project", "role", "created_at"]
-    list_filter = ["role", "project"]
+    list_display = ["user", "project", "role", "is_active", "created_at"]
+    list_filter = ["role", "is_active", "project"]
     search_fields = ["user__username", "user__email", "project__slug"]
     raw_id_fields = ["user"]
 
@@ -87,3 +158,16 @@ class ItemVariantAdmin(ReadOnlyAdmin):
 @admin.register(WorkerHeartbeat)
 class WorkerHeartbeatAdmin(ReadOnlyAdmin):
     list_display = ["token", "hostname", "created_at"]
+
+
+@admin.register(GuidelineVersion)
+class GuidelineVersionAdmin(ReadOnlyAdmin):
+    list_display = ["project", "version", "note", "created_by", "created_at"]
+    list_filter = ["project"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(ReadOnlyAdmin):
+    list_display = ["email", "project", "roles", "created_at", "expires_at", "accepted_at", "revoked_at"]
+    list_filter = ["project"]
+    exclude = ["token_sha256"]

@@ -29,3 +29,6 @@ class Hook:
 project_created = Hook("project_created")
 #: items_imported(project=Project, job=ImportJob): an import job added items (e.g. scan for near-duplicates).
 items_imported = Hook("items_imported")
+#: member_deactivated(project=Project, user=User): the person can no longer act in the project
+#: (e.g. give back the items and adjudications they hold; their finished work stays).
+member_deactivated = Hook("member_deactivated")

@@ -65,10 +65,25 @@ class Project(models.Model):
         help_text="Stages as data (projects.workflow): fields, annotators, who, what is shown, gold mode. "
         "Empty: one stage, every field, adjudicated.",
     )
+    skip_reasons = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="[[key, label], ...] offered when an annotator skips an item; empty: the preset's reasons.",
+    )
+    guideline_version = models.PositiveIntegerField(default=1, help_text="Increments with every guideline change.")
+    audit_sample_size = models.PositiveIntegerField(
+        default=200, help_text="Items in a candidate-blind audit (Meme3W: 200), the default of the audit form."
+    )
+    audit_strata = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Schema fields the audit sample is stratified over; empty: the schema's stratum and grounding fields.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
+        permissions = [("create_project", "Can create projects (and lead them)")]
 
     def __str__(self) -> str:
         return self.name
@@ -109,10 +124,29 @@ class SchemaVersion(models.Model):
         constraints = [models.UniqueConstraint(fields=["project", "version"], name="uniq_schema_version")]
 
 
+class GuidelineVersion(models.Model):
+    """Every guideline a project has had (Markdown); annotations record the version they were made under."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="guideline_versions")
+    version = models.PositiveIntegerField()
+    text = models.TextField(help_text="Markdown; rendered without raw HTML.")
+    note = models.CharField(max_length=300, blank=True, help_text="What changed, shown to annotators.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "version"]
+        constraints = [models.UniqueConstraint(fields=["project", "version"], name="uniq_guideline_version")]
+
+
 class Membership(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=20, choices=Role.choices)
+    is_active = models.BooleanField(
+        default=True, help_text="False: deactivated; the person's past work stays, they cannot act in the project."
+    )
+    deactivated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -121,6 +155,31 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} {self.role} in {self.project}"
+
+
+class Invitation(models.Model):
+    """A one-time, expiring link that lets a new person set a password and join with roles.
+
+    Only the sha256 of the token is stored: the link is shown once, to the lead who made it."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    roles = models.JSONField(help_text="Roles the invitee gets on accepting.")
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    accepted_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"invitation of {self.email} to {self.project}"
 
 
 class Item(models.Model):

@@ -303,16 +303,60 @@ MEMECAP_EVALUATION = {
     "breakdowns": ["source_dataset", "language"],
 }
 
+#: Skip reasons (Meme3W A.2 guideline 1: unclear or multi-category samples are excluded rather
+#: than forced; Appendix D: annotators may skip content they find disturbing). "other" always
+#: asks for a note. A project may edit its list (Project.skip_reasons).
+MEME3W_SKIP_REASONS = [
+    ["disturbing", "The content is disturbing to me"],
+    ["unclear_category", "The target category cannot be determined reliably"],
+    ["several_categories", "It attacks several categories independently"],
+    ["unreadable", "The image or text cannot be read"],
+    ["other", "Other reason"],
+]
+GENERIC_SKIP_REASONS = [
+    ["disturbing", "The content is disturbing to me"],
+    ["unclear", "I cannot decide reliably"],
+    ["unreadable", "The image or text cannot be read"],
+    ["other", "Other reason"],
+]
+
+CUSTOM_GUIDELINE = """\
+# Guideline
+
+Describe the task here: what annotators look at, the definition of every label, and the rules
+for borderline cases. Markdown is supported (headings, lists, **emphasis**, links); raw HTML is not.
+"""
+
+#: The starting point of a custom project: one required choice, to be replaced in the schema editor.
+CUSTOM_SCHEMA = {
+    "version": 1,
+    "fields": [
+        {"name": "label", "type": "choice", "label": "Label", "choices": ["yes", "no"], "required": True},
+    ],
+}
+
 PRESETS = {
     "meme3w": {
+        "label": "Meme3W (harmfulness + target: category, entity, mention, boxes)",
         "schema": MEME3W_SCHEMA,
         "guideline": MEME3W_GUIDELINE,
         "annotators_per_item": 2,
+        "skip_reasons": MEME3W_SKIP_REASONS,
         "lexicon": {"entries": TABLE8_LEXICON, "note": "Seeded from Meme3W Table 8"},
         "evaluation": MEME3W_EVALUATION,
     },
-    "aha": {"schema": AHA_SCHEMA, "guideline": AHA_GUIDELINE, "annotators_per_item": 3, "evaluation": AHA_EVALUATION},
+    "aha": {
+        "label": "AHA-Memes (hateful + attack types, 3 annotators, majority vote)",
+        "schema": AHA_SCHEMA,
+        "guideline": AHA_GUIDELINE,
+        "annotators_per_item": 3,
+        # AHA-Memes: 2-of-3 agreement settles a field; only the rest goes to a reviewer.
+        "auto_merge_rules": ["majority"],
+        "skip_reasons": GENERIC_SKIP_REASONS,
+        "evaluation": AHA_EVALUATION,
+    },
     "memecap": {
+        "label": "MemeCap (literal caption, then meme captions and metaphors)",
         "schema": MEMECAP_SCHEMA,
         "guideline": MEMECAP_GUIDELINE,
         "annotators_per_item": 1,
@@ -320,5 +364,13 @@ PRESETS = {
         # Round 1 looks at the text-free variant, painted from the OCR boxes at import.
         "ocr_on_import": True,
         "evaluation": MEMECAP_EVALUATION,
+        "skip_reasons": GENERIC_SKIP_REASONS,
+    },
+    "custom": {
+        "label": "Custom (start from one field and build your own schema)",
+        "schema": CUSTOM_SCHEMA,
+        "guideline": CUSTOM_GUIDELINE,
+        "annotators_per_item": 2,
+        "skip_reasons": GENERIC_SKIP_REASONS,
     },
 }

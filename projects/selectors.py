@@ -16,7 +16,9 @@ def project_stage_counts(*, project: Project) -> dict[str, int]:
 
 
 def memberships_for_user(*, user):
-    return Membership.objects.filter(user=user).select_related("project").order_by("project__name", "role")
+    return (
+        Membership.objects.filter(user=user, is_active=True).select_related("project").order_by("project__name", "role")
+    )
 
 
 def ocr_overview(*, project: Project) -> dict:
@@ -52,3 +54,12 @@ def job_get_for_project(*, user, project: Project, kind: str, job_id) -> Job:
         return model.objects.select_related("created_by").get(project=project, pk=int(job_id))
     except (model.DoesNotExist, ValueError, TypeError, OverflowError):
         raise Http404("No such job") from None
+
+
+def projects_led_by(*, user):
+    """Projects the user leads (active lead membership): the "copy settings from" choices."""
+    return (
+        Project.objects.filter(memberships__user=user, memberships__role=Role.LEAD, memberships__is_active=True)
+        .order_by("name")
+        .distinct()
+    )

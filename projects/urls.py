@@ -4,7 +4,13 @@ from projects import apis, views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("projects/new/", views.project_create_page, name="project_create"),
+    path("staff/project-creators/", views.staff_creators_page, name="staff_creators"),
+    path("invite/<str:token>/", views.invitation_page, name="invitation"),
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
+    path("p/<slug:slug>/guideline/", views.guideline_page, name="guideline_page"),
+    path("p/<slug:slug>/guideline/preview", views.guideline_preview, name="guideline_preview"),
+    path("p/<slug:slug>/guideline/v<int:version>/", views.guideline_version_page, name="guideline_version"),
     path("p/<slug:slug>/import/", views.import_page, name="import_page"),
     path("p/<slug:slug>/import/ocr", views.ocr_start, name="ocr_start"),
     path("p/<slug:slug>/import/variant", views.variant_upload, name="variant_upload"),
@@ -15,6 +21,9 @@ urlpatterns = [
 api_urlpatterns = [
     path("projects/", apis.ProjectListApi.as_view(), name="api_projects"),
     path("projects/<slug:slug>/", apis.ProjectDetailApi.as_view(), name="api_project"),
+    path("projects/<slug:slug>/guideline/", apis.GuidelineApi.as_view(), name="api_guideline"),
+    path("invitations/accept", apis.InvitationAcceptApi.as_view(), name="api_invitation_accept"),
+    path("staff/project-creators", apis.ProjectCreatorApi.as_view(), name="api_project_creators"),
     path("projects/<slug:slug>/imports/", apis.ImportStartApi.as_view(), name="api_import_start"),
     path("projects/<slug:slug>/ocr/", apis.OcrApi.as_view(), name="api_ocr"),
     path(

@@ -180,8 +180,8 @@ class AuditCreateInput(serializers.Serializer):
     size = serializers.IntegerField(
         min_value=1,
         max_value=MAX_AUDIT_SIZE,
-        default=DEFAULT_AUDIT_SIZE,
-        help_text="Gold items to sample (default 200).",
+        required=False,
+        help_text=f"Gold items to sample (default: the project's audit sample size, {DEFAULT_AUDIT_SIZE} unless changed).",
     )
     seed = serializers.IntegerField(
         min_value=0,
@@ -203,7 +203,11 @@ class AuditCreateApi(APIView):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEAD)
         data = AuditCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
-        audit = audit_create(project=project, created_by=request.user, **data.validated_data)
+        audit = audit_create(
+            project=project,
+            created_by=request.user,
+            **{"size": project.audit_sample_size, **data.validated_data},
+        )
         row = audits.audits_for_project(project=project).get(pk=audit.pk)
         return Response(AuditSummaryOutput(row).data, status=status.HTTP_201_CREATED)
 

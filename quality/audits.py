@@ -30,9 +30,21 @@ def category_plan(plans: list[FieldPlan]) -> FieldPlan | None:
     return next((p for p in cats if p.conditional), cats[0] if cats else None)
 
 
-def stratum_of(schema, plans: list[FieldPlan], values: dict) -> tuple[str, str]:
-    """(key, readable label) of a gold record's stratum: category x presence of each grounding field."""
+def stratum_of(schema, plans: list[FieldPlan], values: dict, fields: list[str] | None = None) -> tuple[str, str]:
+    """(key, readable label) of a gold record's stratum: category x presence of each grounding
+    field, or the values of the project's chosen strata fields (study settings) when given."""
     parts, labels = [], []
+    chosen = [name for name in fields or [] if name in schema.by_name]
+    if chosen:
+        for name in chosen:
+            spec, ftype = schema.by_name[name], schema.type_of(name)
+            if "grounding" in ftype.roles:  # a mention or a region: present / absent, not the value
+                text = "absent" if ftype.is_absent(spec, values.get(name)) else "present"
+            else:
+                text = ftype.display_text(spec, values.get(name))
+            parts.append(f"{name}={text}")
+            labels.append(f"{spec.get('label') or name}: {text}")
+        return "|".join(parts), " · ".join(labels)
     cat = category_plan(plans)
     if cat is not None:
         v = values.get(cat.name)
@@ -74,7 +86,7 @@ def auditors_for_project(*, project: Project):
 
     return (
         get_user_model()
-        .objects.filter(memberships__project=project, memberships__role=Role.AUDITOR)
+        .objects.filter(memberships__project=project, memberships__role=Role.AUDITOR, memberships__is_active=True)
         .distinct()
         .order_by("id")
     )

@@ -179,7 +179,7 @@ def audit_create(
     strata: dict[str, list[int]] = {}
     labels: dict[str, str] = {}
     for item_id, values in population:
-        key, label = audits.stratum_of(schema, plans, values)
+        key, label = audits.stratum_of(schema, plans, values, project.audit_strata)
         strata.setdefault(key, []).append(item_id)
         labels[key] = label
     annotated: dict[int, set[int]] = {}

@@ -217,7 +217,8 @@ def audits_page(request, slug):
     roles = LEAD if request.method == "POST" else READERS
     project = project_get_for_user(user=request.user, slug=slug, roles=roles)
     info = _audit_population_info(project) if Role.LEAD in project.user_roles else None
-    initial = {"size": min(200, info["targeted"]) if info and info["targeted"] else 200}
+    size = project.audit_sample_size  # study settings (Meme3W: 200)
+    initial = {"size": min(size, info["targeted"]) if info and info["targeted"] else size}
     form = AuditCreateForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         with form_errors(form):

@@ -20,6 +20,7 @@ from annotation.services.claims import (  # noqa: F401
     ClaimResult,
     annotation_open,
     assignment_claim_next,
+    claims_release_for,
     slots_of,
 )
 from annotation.services.saves import (  # noqa: F401
@@ -41,4 +42,5 @@ from annotation.services.saves import (  # noqa: F401
 from annotation.services.welfare import (  # noqa: F401
     annotator_preference_update,
     content_warning_accept,
+    guideline_seen,
 )

@@ -25,7 +25,9 @@ def annotation_audit_assign(*, auditor, item: Item) -> Annotation:
     Refused when the auditor is not an auditor of the item's project, or annotated the item
     themselves (the audit would not be independent).
     """
-    if not Membership.objects.filter(project_id=item.project_id, user=auditor, role=Role.AUDITOR).exists():
+    if not Membership.objects.filter(
+        project_id=item.project_id, user=auditor, role=Role.AUDITOR, is_active=True
+    ).exists():
         raise Invalid(f"{auditor} is not an auditor of this project.")
     if Annotation.objects.filter(item=item, annotator=auditor, kind=Kind.ANNOTATION, status=Status.SUBMITTED).exists():
         raise Invalid(f"{auditor} annotated this item and cannot audit it blind.")

@@ -106,6 +106,7 @@ def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:
         stage=stage.index,
         status=Status.DRAFT,
         schema_version=project.schema_version,
+        guideline_version=project.guideline_version,
     )
     Assignment.objects.create(
         project=project,
@@ -326,3 +327,15 @@ def annotation_open(*, annotation: Annotation) -> Annotation:
             )
     annotation.holds_slot = holds
     return annotation
+
+
+def claims_release_for(*, project, user) -> int:
+    """A deactivated member's live claims go back to the pool (their drafts are kept, as after an
+    expiry). Connected to projects.hooks.member_deactivated. Submitted slots stay: that work counts.
+
+    Locks: none; deleting an ACTIVE assignment only frees a slot, and a claim re-reads the
+    item's assignments under the item lock before taking one."""
+    deleted, _ = Assignment.objects.filter(
+        project=project, annotator=user, kind=Kind.ANNOTATION, status=Assignment.Status.ACTIVE
+    ).delete()
+    return deleted

@@ -23,21 +23,17 @@ from annotation.services.claims import _lock_item, _reclaim_locked, slots_of
 from candidates.selectors import candidate_id_for_letter, candidates_for_annotator
 from core.errors import Conflict, Invalid, NotFound, StaleVersion
 from projects.models import Item, Stage
+from projects.presets import MEME3W_SKIP_REASONS, PRESETS
 from projects.schema import Schema
+from projects.services import skip_reasons_of
 
 log = logging.getLogger(__name__)
 Status = Annotation.Status
 
-#: Skip reasons offered in the UI (Meme3W A.2 guideline 1: unclear or multi-category samples are
-#: excluded rather than forced; Appendix D: annotators may skip content they find disturbing).
-SKIP_REASONS = [
-    ("disturbing", "The content is disturbing to me"),
-    ("unclear_category", "The target category cannot be determined reliably"),
-    ("several_categories", "It attacks several categories independently"),
-    ("unreadable", "The image or text cannot be read"),
-    ("other", "Other reason"),
-]
-SKIP_REASON_KEYS = {k for k, _ in SKIP_REASONS}
+#: The default skip reasons (Meme3W's); a project offers its own (projects.services.skip_reasons_of).
+SKIP_REASONS = [tuple(r) for r in MEME3W_SKIP_REASONS]
+#: Every key any preset offers (the REST input's choices); a project accepts only its own.
+SKIP_REASON_KEYS = {k for p in PRESETS.values() for k, _ in p.get("skip_reasons", [])}
 
 MAX_VALUES_BYTES = 200_000
 #: One save can add at most this much active time (the browser's clock is not trusted further).
@@ -227,6 +223,7 @@ def _write(
     annotation.time_spent_ms += active_ms
     annotation.status = status
     annotation.schema_version = annotation.item.project.schema_version
+    annotation.guideline_version = annotation.item.project.guideline_version
     annotation.updated_at = now
     fields = {
         values_field: values,
@@ -235,6 +232,7 @@ def _write(
         "time_spent_ms": annotation.time_spent_ms,
         "status": status,
         "schema_version": annotation.schema_version,
+        "guideline_version": annotation.guideline_version,
         "updated_at": now,
         **(extra or {}),
     }
@@ -393,8 +391,8 @@ def annotation_flag_record(*, annotator, item: Item, reason: str, note: str = ""
 
 def annotation_skip(*, annotator, item: Item, reason: str, note: str = "", kind: str = Kind.ANNOTATION) -> Annotation:
     """Skip with a reason: the slot frees at once and the annotator is never given the item again."""
-    if reason not in SKIP_REASON_KEYS:
-        raise Invalid("Choose a reason for skipping.", errors={"reason": "choose a reason"})
+    if reason not in {k for k, _ in skip_reasons_of(item.project)}:
+        raise Invalid("Choose a reason for skipping.", errors={"reason": "choose one of the reasons offered"})
     note = (note or "").strip()[:1000]
     if reason == "other" and not note:
         raise Invalid("Say briefly why you skip this item.", errors={"note": "say briefly why"})

@@ -24,7 +24,20 @@ def content_warning_accept(*, user, project: Project, blur_images: bool | None =
     pref.content_warning_accepted_at = pref.content_warning_accepted_at or timezone.now()
     if blur_images is not None:
         pref.blur_images = blur_images
-    pref.save(update_fields=["content_warning_accepted_at", "blur_images"])
+    # The warning page shows the guideline: starting means having been shown this version.
+    pref.guideline_seen_version = max(pref.guideline_seen_version, project.guideline_version)
+    pref.save(update_fields=["content_warning_accepted_at", "blur_images", "guideline_seen_version"])
+    return pref
+
+
+def guideline_seen(*, user, project: Project, version: int) -> AnnotatorPreference:
+    """The annotator read guideline ``version`` (at most the current one): the "guideline changed"
+    notice goes away until the next version."""
+    pref, _ = AnnotatorPreference.objects.get_or_create(user=user, project=project)
+    version = min(int(version), project.guideline_version)
+    if version > pref.guideline_seen_version:
+        pref.guideline_seen_version = version
+        pref.save(update_fields=["guideline_seen_version"])
     return pref
 
 

@@ -169,3 +169,21 @@ def test_audit_export_is_the_latest_audit_and_deterministic(project, gold3, lead
     assert text == json.dumps(audit_report_for_export(project=project), sort_keys=True)
     assert auditor.username not in text and "created_at" not in text
     assert audits.audits_for_project(project=project).first().n_items == 3
+
+
+def test_study_settings_choose_the_audit_strata_and_size(client_for, project, gold3, lead, auditor):
+    """Issue 12: the strata fields and the default sample size come from the study settings."""
+    project.audit_strata = ["target_category", "visual_region"]
+    project.audit_sample_size = 3
+    project.save()
+    audit = audit_create(project=project, created_by=lead, size=3, seed=1)
+    keys = {s["key"] for s in audit.strata}
+    assert keys == {  # category x region present / absent: the grounding field counts by presence
+        "target_category=group background|visual_region=present",
+        "target_category=gender|visual_region=absent",
+        "target_category=religion and caste|visual_region=present",
+    }
+    project.audit_sample_size = 2
+    project.save()
+    page = client_for(lead).get(f"/p/{project.slug}/quality/audits/").content.decode()
+    assert 'name="size" value="2"' in page

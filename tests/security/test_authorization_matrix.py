@@ -36,6 +36,9 @@ pytestmark = pytest.mark.django_db
 L, A, R, U, S = "lead", "annotator", "reviewer", "auditor", "researcher"
 ROLES = (L, A, R, U, S)
 PUBLIC, AUTHENTICATED, MEMBER, STAFF = "public", "authenticated", "member", "staff"
+#: Needs a site-wide grant no persona has (is_staff, or "can create projects"): anonymous callers
+#: go to the login page (401 for the API), everyone else is refused with 403.
+GRANTED = "granted"
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,35 @@ POLICY: dict[str, Policy] = {
     "variant_upload": Policy(roles(L), P),
     "api_ocr": Policy(roles(L), GP),
     "api_item_variant": Policy(roles(L), P),
-    "api_projects": Policy(AUTHENTICATED),
+    "api_projects": Policy({"GET": AUTHENTICATED, "POST": GRANTED}, GP),
+    # study setup (issue 12)
+    "project_create": Policy(GRANTED, GP),
+    "staff_creators": Policy(GRANTED, GP),
+    "api_project_creators": Policy(GRANTED, P),
+    "invitation": Policy(PUBLIC, GP, ids={"token": "invite_token"}),
+    "api_invitation_accept": Policy(PUBLIC, P),
+    "set_password": Policy(PUBLIC, ids={"uidb64": "reset_uid", "token": "reset_token"}),
+    "set_password_done": Policy(PUBLIC),
+    "guideline_page": Policy(roles(L), GP),
+    "guideline_preview": Policy(roles(L), P),
+    "guideline_version": Policy(roles(L, A, R, U)),
+    "api_guideline": Policy({"GET": roles(L, A, R, U), "POST": roles(L)}, GP),
+    "annotate_guideline_seen": Policy(roles(A, U), P),
+    "schema_editor": Policy(roles(L), GP),
+    "schema_preview": Policy(roles(L), P),
+    "schema_preview_check": Policy(roles(L), P),
+    "schema_export": Policy(roles(L)),
+    "api_schema_edit": Policy(roles(L), GP),
+    "api_schema_check": Policy(roles(L), P),
+    "members_page": Policy(roles(L), GP),
+    "api_members": Policy(roles(L), GP),
+    "api_member": Policy(roles(L), P, ids={"user_id": "member_user"}),
+    "api_members_csv": Policy(roles(L), P),
+    "api_invitations": Policy(roles(L), GP),
+    "api_invitation": Policy(roles(L), P, ids={"invitation_id": "invitation"}),
+    "settings_page": Policy(roles(L), GP),
+    "settings_split_preview": Policy(roles(L), P),
+    "api_settings": Policy(roles(L), GP),
     "api_project": Policy(MEMBER),
     "api_import_start": Policy(roles(L), P),
     "api_import_job": Policy(roles(L), ids={"job_id": "import_job"}),
@@ -211,10 +242,11 @@ DEFAULT_IDS = {
     "record_id": "gold_decided",
     "variant": "variant_kind",
     "submission_id": "submission",
+    "version": "guideline_version",
 }
 #: Kwargs that number objects within a project (release v1 of every project): they cannot
 #: name another project's object, so the "foreign ids" request keeps the own value.
-PROJECT_SCOPED = {"number", "other", "name", "kind", "variant"}
+PROJECT_SCOPED = {"number", "other", "name", "kind", "variant", "version"}
 #: Admin kwargs (no project): any value, the view must refuse before looking.
 ADMIN_KWARGS = {"object_id": "1", "id": "1", "content_type_id": "1", "app_label": "projects", "url": "anything/"}
 
@@ -381,6 +413,8 @@ def test_authorization_matrix(world: World, foreign: World):
                         expected = "admin-login"
                     elif who == AUTHENTICATED:
                         expected = "allowed"
+                    elif who == GRANTED:
+                        expected = {403}
                     elif persona.name == "outsider" or target == "foreign":
                         expected = {404}  # not a member: the project's existence is not revealed
                     elif who != MEMBER and not (persona.roles & who):

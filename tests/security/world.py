@@ -17,6 +17,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.contrib.auth.tokens import default_token_generator
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
 from adjudication.services import adjudication_next, gold_decide
 from annotation.factories import MEME3W_HARMFUL, claim, items_open, ready
 from annotation.services import annotation_save_draft
@@ -26,7 +30,9 @@ from exports.factories import gold_create, items_import, recompressed
 from exports.models import NearDuplicatePair
 from exports.services import export_job_run, export_job_start, near_duplicates_detect
 from projects.factories import image_bytes, project_with_members, user_create
+from projects.members import invitation_create
 from projects.models import ImportJob, ItemVariant
+from projects.services import guideline_save
 from quality.models import AgreementReport
 from quality.reports import DEFAULT_FILTERS
 from quality.services import agreement_report_request, audit_create
@@ -176,6 +182,19 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
         width=h0.width,
         height=h0.height,
     )
+    # Study setup (issue 12): a second guideline version, two pending invitations (one to
+    # revoke, one whose link page is opened), a set-password link of a new account.
+    guideline_save(project=project, text="# Guideline v2", note="world", user=u["lead"])
+    to_revoke, _ = invitation_create(
+        project=project, email=f"{prefix}revoke@example.org", roles=["annotator"], by=u["lead"]
+    )
+    _, invite_token = invitation_create(
+        project=project, email=f"{prefix}join@example.org", roles=["annotator"], by=u["lead"]
+    )
+    newcomer = user_create(f"{prefix}newcomer")
+    newcomer.set_unusable_password()
+    newcomer.save()
+
     world = World(project=project, users=u, items=items)
     world.ids.update(
         {
@@ -198,6 +217,12 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
             "pair": pair.pk,
             "gold_decided": GoldRecord.objects.get(item=items["d0"]).pk,  # decided by the reviewer
             "submission": submission.pk,  # a researcher's predictions on the release (evaluation)
+            "guideline_version": 2,
+            "invitation": to_revoke.pk,
+            "invite_token": invite_token,
+            "member_user": u["annotator_b"].pk,
+            "reset_uid": urlsafe_base64_encode(force_bytes(newcomer.pk)),
+            "reset_token": default_token_generator.make_token(newcomer),
         }
     )
     return world
