@@ -13,12 +13,13 @@ import json
 import zipfile
 
 import pytest
+from django.contrib.auth.models import Permission
 from playwright.sync_api import expect
 
 from annotation.factories import ready
 from lib.tests.test_ocr import LATIN_FONT, make_meme
-from projects.models import Item, ItemVariant, Stage
-from projects.services import membership_add, project_create
+from projects.models import Item, ItemVariant, Project, Stage
+from projects.services import membership_add
 
 pytestmark = [
     pytest.mark.browser,
@@ -36,12 +37,24 @@ CAPTIONS = [
 ]
 
 
+#: Six different pictures (scikit-image's bundled samples): memes sharing a picture would be
+#: near-duplicate pairs, which the split keeps together whatever round 2 pinned.
+PICTURES = ["astronaut", "chelsea", "coffee", "rocket", "immunohistochemistry", "hubble_deep_field"]
+
+
+def _picture(name: str):
+    from skimage import data
+
+    return getattr(data, name)()
+
+
 def _zip(tmp_path) -> str:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         rows = []
         for i, (top, bottom) in enumerate(CAPTIONS):
-            img = make_meme(("astronaut", "chelsea", "rocket")[i % 3], top, bottom).image
+            # A different picture each: memes sharing a picture are near-duplicate pairs, kept in one split.
+            img = make_meme(_picture(PICTURES[i]), top, bottom).image
             out = io.BytesIO()
             img.save(out, format="PNG")
             z.writestr(f"m{i}.png", out.getvalue())
@@ -83,7 +96,17 @@ def _submit(pg):
 
 
 def test_memecap_protocol_in_the_browser(chromium_browser, browser_login, live_server, lead, make_user, tmp_path):
-    project = project_create(name="MemeCap study", slug="mc", preset="memecap", lead=lead)
+    # The lead (allowed to create projects by the site staff) creates the MemeCap project on its page.
+    lead.user_permissions.add(Permission.objects.get(codename="create_project", content_type__app_label="projects"))
+    lctx, lp = _page_for(chromium_browser, browser_login, lead)
+    lp.goto(f"{live_server.url}/projects/new/")
+    lp.fill("#id_name", "MemeCap study")
+    lp.fill("#id_slug", "mc")
+    lp.check("input[name=preset][value=memecap]")
+    lp.click("#create-btn")
+    lp.wait_for_url(f"{live_server.url}/p/mc/**")
+    project = Project.objects.get(slug="mc")
+    assert project.preset == "memecap" and project.ocr_on_import and len(project.workflow) == 2
     project.split_ratios = [0.5, 0.0, 0.5]
     # Two pools, as in the paper: literal captions by some people, meme captions by others.
     project.workflow = [
@@ -98,7 +121,6 @@ def test_memecap_protocol_in_the_browser(chromium_browser, browser_login, live_s
     base = f"{live_server.url}/p/{project.slug}"
 
     # The lead imports the memes; OCR reads them, paints the text-free variants and gives m1 its text.
-    lctx, lp = _page_for(chromium_browser, browser_login, lead)
     lp.goto(f"{base}/import/")
     lp.set_input_files("input[type=file][name=file]", _zip(tmp_path))
     lp.click("text=Upload and import")
