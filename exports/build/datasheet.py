@@ -187,6 +187,15 @@ def datasheet(*, manifest: dict, digests: dict, agreement: dict, audit: dict, pl
         f"- Images: {c['images_included']} included under `images/` (named by sha256, indexed in `images.jsonl`), "
         f"{c['images_referenced_only']} referenced by sha256 and source id only (their license does not allow "
         "redistribution; they are in no file of this release).",
+        *(
+            [
+                f"- Derived images: {c['image_variants_included']} text-free variants (the OCR boxes painted out; "
+                "what the literal-caption round looked at) under `images/`, indexed by item in `variants.jsonl`, "
+                "for redistributable items only."
+            ]
+            if c.get("image_variants_included")
+            else []
+        ),
         "",
     ]
     exclusions = manifest.get("exclusions_by_reason") or {}

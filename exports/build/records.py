@@ -23,7 +23,7 @@ from exports.writers import (
 )
 from projects.fieldtypes import REGISTRY
 from projects.imaging import image_path
-from projects.models import Project
+from projects.models import ItemVariant, Project
 
 
 def _pseudonymize_provenance(provenance: dict, pseudonyms: dict, authors: dict | None = None) -> dict:
@@ -50,6 +50,16 @@ def _reference_authors(project: Project, pseudonyms: dict) -> dict[int, str]:
         "pk", "kind", "annotator_id"
     )
     return {pk: pseudonyms.get((kind, who)) for pk, kind, who in rows.iterator(chunk_size=READ_CHUNK)}
+
+
+def _variants_by_item(project: Project) -> dict[int, list[tuple]]:
+    """{item id: [(kind, source, path, sha256, width, height)]} of the project's image variants
+    (one query; empty for projects without OCR)."""
+    out: dict[int, list[tuple]] = {}
+    rows = ItemVariant.objects.filter(item__project=project).order_by("item_id", "kind")
+    for row in rows.values_list("item_id", "kind", "source", "image", "image_sha256", "width", "height"):
+        out.setdefault(row[0], []).append(row[1:])
+    return out
 
 
 def _image_entry(item, included: bool) -> dict:
@@ -161,11 +171,16 @@ def _write_records(
     per_split = {split: JsonlWriter(dest / split_file("records", split, "jsonl")) for split in SPLITS}
     images_index = JsonlWriter(dest / "images.jsonl")
     (dest / "images").mkdir()
+    # Derived images (projects.ocr: the text-free variant MemeCap's round 1 looked at) ship next
+    # to the originals under the same licence flag, listed in variants.jsonl by item.
+    variants = _variants_by_item(project)
+    variants_index = JsonlWriter(dest / "variants.jsonl") if variants else None
     boxes_field, category_field, cocos = _coco_writers(project=project, dest=dest, card=card)
     counts = {
         "by_split": Counter(),
         "gold": {f["name"]: Counter() for f in fields if "counted" in REGISTRY[f["type"]].roles},
         "images_included": 0,
+        "variants_included": 0,
         "images_referenced": 0,
         "boxes": 0,
         "boxes_by_split": Counter(),
@@ -194,6 +209,14 @@ def _write_records(
                     }
                 )
                 counts["images_included"] += 1
+                for kind, source, rel, sha, width, height in variants.get(item.pk, ()):
+                    name = f"images/{sha}.{rel.rsplit('.', 1)[-1]}"
+                    link_or_copy(image_path(rel), dest / name)
+                    variants_index.write(
+                        {"item_id": item.pk, "kind": kind, "source": source, "file": name, "sha256": sha}
+                        | {"width": width, "height": height}
+                    )
+                    counts["variants_included"] += 1
             else:
                 counts["images_referenced"] += 1
             record = _record(
@@ -240,6 +263,8 @@ def _write_records(
             coco.abort()
         raise
     digests = {"records.jsonl": jsonl.close(), "images.jsonl": images_index.close()}
+    if variants_index is not None:
+        digests["variants.jsonl"] = variants_index.close()
     for split, writer in per_split.items():
         digests[split_file("records", split, "jsonl")] = writer.close()
     for split, coco in cocos.items():

@@ -145,6 +145,7 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             "annotators": n_people,
             "candidates": n_candidates,
             "images_included": rec["images_included"],
+            "image_variants_included": rec["variants_included"],
             "images_referenced_only": rec["images_referenced"],
             "boxes": rec["boxes"],
             "boxes_by_split": {s: rec["boxes_by_split"].get(s, 0) for s in SPLITS},

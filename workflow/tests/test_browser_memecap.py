@@ -59,6 +59,7 @@ def _zip(tmp_path) -> str:
             img.save(out, format="PNG")
             z.writestr(f"m{i}.png", out.getvalue())
             row = {"image": f"m{i}.png", "source_id": f"m{i}", "title": f"meme {i}", "source_dataset": "test"}
+            row["redistributable"] = "yes" if i % 2 == 0 else "no"
             if i != 1:  # m1 has no text in the manifest: OCR reads it
                 row["text"] = f"{top} {bottom}"
             rows.append(json.dumps(row))
@@ -233,4 +234,9 @@ def test_memecap_protocol_in_the_browser(chromium_browser, browser_login, live_s
         assert by_id[pk]["split"] == ("test" if pk in test_items else "train")
         assert isinstance(gold["meme_caption"], list) and len(gold["meme_caption"]) == want, (pk, gold)
         assert len(gold["image_caption"]) == 1
+    # The text-free variants ship beside the originals, for redistributable items only.
+    variants = [json.loads(line) for line in (folder / "variants.jsonl").read_text().splitlines()]
+    shipped = {v["item_id"] for v in variants}
+    assert shipped == {pk for pk, r in by_id.items() if r["image"]["redistributable"]} and shipped
+    assert all((folder / v["file"]).is_file() and v["kind"] == "textfree" for v in variants)
     lctx.close()
