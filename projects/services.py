@@ -4,6 +4,7 @@ study settings, memberships, stages. Members and invitations: projects.members."
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -274,6 +275,8 @@ SETTINGS_KEYS = (
     "split_ratios",
     "split_seed",
     "phash_threshold",
+    "workflow",
+    "ocr_on_import",
 )
 _KEY = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
@@ -383,6 +386,18 @@ def settings_clean(*, project: Project, data: dict) -> dict:
             clean["split_ratios"] = [round(v / sum(values), 6) for v in values]
         except (TypeError, ValueError):
             errors["split_ratios"] = "three non-negative numbers [train, val, test] with a positive sum"
+    if "ocr_on_import" in data:
+        if not isinstance(data["ocr_on_import"], bool):
+            errors["ocr_on_import"] = "true or false"
+        else:
+            clean["ocr_on_import"] = data["ocr_on_import"]
+    if "workflow" in data:
+        workflow, problem = _workflow_read(data["workflow"])
+        problem = problem or _workflow_problem(project, workflow)
+        if problem:
+            errors["workflow"] = problem
+        else:
+            clean["workflow"] = workflow
     n = clean.get("annotators_per_item") or project.annotators_per_item
     rules = clean.get("auto_merge_rules", project.auto_merge_rules or [])
     if "majority" in rules and n < 3 and not errors.get("annotators_per_item"):
@@ -392,6 +407,43 @@ def settings_clean(*, project: Project, data: dict) -> dict:
     if errors:
         raise Invalid("Some settings cannot be used: nothing was saved.", errors=errors)
     return clean
+
+
+def _stage_shape(stages) -> list[tuple]:
+    return [(s.get("name"), tuple(s.get("fields") or ())) for s in stages or []]
+
+
+def _workflow_read(value) -> tuple[Any, str]:
+    """The workflow as data: a list (REST) or its JSON text (the settings page)."""
+    if isinstance(value, str):
+        if len(value) > 200_000:
+            return None, "at most 200,000 characters"
+        if not value.strip():
+            return [], ""
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            return None, f"not valid JSON: {exc}"
+    return value, ""
+
+
+def _workflow_problem(project: Project, workflow) -> str:
+    """Why ``workflow`` (stages as data, projects.workflow) cannot be used, or "". Once items are
+    under way the stages and their fields stay as they are (annotations belong to a stage); who
+    works a stage, how many, what it shows and its instructions may change."""
+    if not isinstance(workflow, list):
+        return "a list of stages (empty: one stage with every field)"
+    try:
+        Workflow.from_data(workflow, schema=project.get_schema())
+    except SchemaError as exc:
+        return str(exc)
+    started = Item.objects.filter(project=project).exclude(stage="new").exists()
+    if started and _stage_shape(workflow) != _stage_shape(project.workflow):
+        return (
+            "annotation has started: the stages and the fields of each stay as they are "
+            "(you may change who works a stage, how many, what it shows and its instructions)"
+        )
+    return ""
 
 
 def project_settings_save(*, project: Project, settings: dict) -> Project:

@@ -372,6 +372,10 @@ class StudySettingsOutput(serializers.Serializer):
     split_ratios = serializers.ListField(child=serializers.FloatField())
     split_seed = serializers.IntegerField()
     phash_threshold = serializers.IntegerField()
+    workflow = serializers.ListField(
+        child=serializers.DictField(), help_text="Stages as data (projects.workflow); empty: one adjudicated stage."
+    )
+    ocr_on_import = serializers.BooleanField()
     split_preview = serializers.ListField(
         child=serializers.DictField(),
         read_only=True,

@@ -388,6 +388,12 @@ SETTINGS_HELP = {
     "items by these ratios, stratified, from the seed.",
     "split_seed": "The same seed and items always give the same splits.",
     "phash_threshold": "Perceptual-hash Hamming distance under which two images are shown as possible near-duplicates.",
+    "workflow": "The rounds of the study as JSON (README “Workflows of several rounds”): each stage's fields, "
+    'annotators (a number or {"by": "split", "values": {...}, "default": n}), workers (usernames; empty: '
+    "every annotator), exclude_workers_of, image (original or textfree), show_text, show_title, show_stages, "
+    "gold (adjudicate or references), flags, instructions. Empty: one stage with every field, adjudicated.",
+    "ocr_on_import": "Read every imported image with OCR: text and boxes stored, a text-free variant painted, "
+    "a row without text takes the OCR text.",
 }
 
 
@@ -424,6 +430,10 @@ def _settings_from_post(post) -> dict:
         data["audit_strata"] = post.getlist("audit_strata")
     if "split_train" in post:
         data["split_ratios"] = [post.get(f"split_{s}", "").strip() or "0" for s in ("train", "val", "test")]
+    if "workflow" in post:
+        data["workflow"] = post.get("workflow", "")  # JSON text: settings_clean reads and checks it
+    if "ocr_present" in post:
+        data["ocr_on_import"] = bool(post.get("ocr_on_import"))
     return data
 
 
@@ -438,6 +448,8 @@ def _settings_context(project, *, data=None, errors=None, impact=None):
         "skip_reasons": "\n".join(f"{k}: {v}" for k, v in skip_reasons_of(project)),
         "auto_merge_rules": project.auto_merge_rules or [],
         "audit_strata": project.audit_strata or [],
+        "workflow": json.dumps(project.workflow or [], indent=2, ensure_ascii=False),
+        "ocr_on_import": project.ocr_on_import,
     }
     ratios = list(project.split_ratios or [0.85, 0.05, 0.10])
     th = {**DEFAULT_THRESHOLDS, **(project.thresholds or {})}
@@ -458,6 +470,11 @@ def _settings_context(project, *, data=None, errors=None, impact=None):
             values["skip_reasons"] = "\n".join(f"{k}: {v}" for k, v in data["skip_reasons"])
         if "split_ratios" in data:
             ratios = data["split_ratios"]
+        if "workflow" in data:  # shown back as typed
+            wf = data["workflow"]
+            values["workflow"] = wf if isinstance(wf, str) else json.dumps(wf, indent=2, ensure_ascii=False)
+        if "ocr_on_import" in data:
+            values["ocr_on_import"] = data["ocr_on_import"]
         if "thresholds" in data:
             th = {**th, **data["thresholds"]}
     applies = threshold_keys()

@@ -497,3 +497,48 @@ def test_preview_check_answers_bad_bodies_without_a_server_error(client_for, pro
     }
     response = client.post(url, "{not json", content_type="application/json")
     assert response.status_code == 400
+
+
+def test_stages_are_edited_in_the_study_settings(lead, make_user, tmp_path, client):
+    """Issue 14: a lead edits the rounds (who works each, how many, what it shows) on the
+    settings page; a broken workflow is refused naming the stage and the rule; once items are
+    under way the stages and their fields stay."""
+    import json as _json
+
+    from django.urls import reverse
+
+    from annotation.factories import items_open
+    from projects.factories import items_create, project_with_members
+    from projects.models import Project
+
+    project = project_with_members("mc", preset="memecap", lead=[lead])
+    client.force_login(lead)
+    url = reverse("settings_page", args=[project.slug])
+    page = client.get(url).content.decode()
+    assert 'id="workflow"' in page and "exclude_workers_of" in page
+    stages = _json.loads(_json.dumps(project.workflow))
+    stages[0]["workers"] = ["lit1", "lit2"]
+    r = client.post(url, {"workflow": _json.dumps(stages), "ocr_present": "1", "ocr_on_import": "on"})
+    assert r.status_code == 302
+    assert Project.objects.get(pk=project.pk).workflow[0]["workers"] == ["lit1", "lit2"]
+    r = client.post(url, {"workflow": "[{not json", "ocr_present": "1"})
+    assert r.status_code == 400 and "not valid JSON" in r.content.decode()
+    broken = [dict(stages[0], fields=["no_such_field"]), stages[1]]
+    r = client.post(url, {"workflow": _json.dumps(broken), "ocr_present": "1", "ocr_on_import": "on"})
+    body = r.content.decode()
+    assert r.status_code == 400 and "stage 1 (literal)" in body and "no_such_field" in body
+    assert "[{not json" not in body and Project.objects.get(pk=project.pk).workflow[0]["fields"] == ["image_caption"]
+    # Under way: counts and people may change, the stages' fields may not.
+    items_open(items_create(project, tmp_path / "src", 2))
+    swapped = [dict(stages[0], fields=["image_caption", "meme_caption"]), dict(stages[1], fields=["metaphors"])]
+    r = client.post(url, {"workflow": _json.dumps(swapped), "ocr_present": "1", "ocr_on_import": "on"})
+    assert r.status_code == 400 and "annotation has started" in r.content.decode()
+    stages[1]["annotators"] = {"by": "split", "values": {"train": 1, "val": 1, "test": 3}, "default": 1}
+    r = client.post(url, {"workflow": _json.dumps(stages), "ocr_present": "1"})
+    assert r.status_code == 302
+    fresh = Project.objects.get(pk=project.pk)
+    assert fresh.workflow[1]["annotators"]["values"]["test"] == 3 and not fresh.ocr_on_import
+    # REST: the same service and rules.
+    api = reverse("api_settings", args=[project.slug])
+    got = client.get(api).json()
+    assert got["workflow"][1]["annotators"]["values"]["test"] == 3 and got["ocr_on_import"] is False
