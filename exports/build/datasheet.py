@@ -196,6 +196,7 @@ def datasheet(*, manifest: dict, digests: dict, agreement: dict, audit: dict, pl
             if c.get("image_variants_included")
             else []
         ),
+        *_references_lines(c.get("references_by_split") or {}),
         "",
     ]
     exclusions = manifest.get("exclusions_by_reason") or {}
@@ -367,3 +368,16 @@ def datasheet(*, manifest: dict, digests: dict, agreement: dict, audit: dict, pl
         "",
     ]
     return "\n".join(lines)
+
+
+def _references_lines(refs: dict) -> list[str]:
+    """Fields kept as references (every annotator's value, no adjudication): how many per item
+    in each split (MemeCap: one meme caption per train item, more per test item)."""
+    lines = []
+    for name, by_split in refs.items():
+        parts = []
+        for split, hist in by_split.items():
+            shown = ", ".join(f"{n} item{'s' if n != 1 else ''} with {k}" for k, n in hist.items())
+            parts.append(f"{split}: {shown}")
+        lines.append(f"- `{name}` keeps every annotator's value as a list of references ({'; '.join(parts)}).")
+    return lines

@@ -188,6 +188,9 @@ def _write_records(
     data_as_of = None
     done = 0
     authors = _reference_authors(project, pseudonyms)
+    reference_fields = project.get_workflow().reference_fields()
+    # {field: {split: Counter(number of references per item)}}: MemeCap's split-dependent counts.
+    counts["references"] = {name: {s: Counter() for s in SPLITS} for name in reference_fields}
     qs = released_gold_queryset(project=project).select_related("item").order_by("item_id")
     try:
         for gold in qs.iterator(chunk_size=READ_CHUNK):
@@ -231,6 +234,9 @@ def _write_records(
             )
             jsonl.write(record)
             per_split[split].write(record)
+            for name, by_split in counts["references"].items():
+                kept = record["gold"].get(name)
+                by_split[split][len(kept) if isinstance(kept, list) else 0] += 1
             if cocos:
                 boxes = record["gold"].get(boxes_field["name"]) or []
                 category = record["gold"].get(category_field["name"]) if category_field else None

@@ -149,6 +149,11 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             "images_referenced_only": rec["images_referenced"],
             "boxes": rec["boxes"],
             "boxes_by_split": {s: rec["boxes_by_split"].get(s, 0) for s in SPLITS},
+            # {field: {split: {references per item: items}}} for fields kept as references.
+            "references_by_split": {
+                name: {s: {str(k): n for k, n in sorted(c.items())} for s, c in by_split.items() if c}
+                for name, by_split in rec["references"].items()
+            },
             "gold": {name: dict(sorted(c.items())) for name, c in rec["gold"].items()},
         },
         "exclusions_by_reason": exclusions_by_reason(project=project),

@@ -234,6 +234,10 @@ def test_memecap_protocol_in_the_browser(chromium_browser, browser_login, live_s
         assert by_id[pk]["split"] == ("test" if pk in test_items else "train")
         assert isinstance(gold["meme_caption"], list) and len(gold["meme_caption"]) == want, (pk, gold)
         assert len(gold["image_caption"]) == 1
+    # The datasheet says how many references items carry per split.
+    readme = (folder / "README.md").read_text()
+    assert "`meme_caption` keeps every annotator's value as a list of references" in readme
+    assert "test: 1 item with 2" in readme or "test: " in readme and "with 2" in readme
     # The text-free variants ship beside the originals, for redistributable items only.
     variants = [json.loads(line) for line in (folder / "variants.jsonl").read_text().splitlines()]
     shipped = {v["item_id"] for v in variants}
