@@ -565,6 +565,7 @@ def run_stages(args, lead, projects: dict, releases: Path) -> list[Row]:
 
     from exports.selectors import release_dir, split_plan
     from exports.services import export_job_run, export_job_start, near_duplicates_detect
+    from quality.models import AgreementReport
     from quality.services import agreement_report_compute_now
 
     connection.ensure_connection()
@@ -573,6 +574,7 @@ def run_stages(args, lead, projects: dict, releases: Path) -> list[Row]:
     for preset in args.presets:
         project = projects[preset]
         label = f"agreement report ({preset}{', 3 annotators' if preset == 'aha' else ''})"
+        AgreementReport.objects.filter(project=project).delete()  # a --reuse run computes it again
         with Timed(args.db) as t:
             report = agreement_report_compute_now(project=project, filters={}, user=lead)
         result = (report.result or {}).get("agreement", {})
@@ -655,6 +657,20 @@ def run_stages(args, lead, projects: dict, releases: Path) -> list[Row]:
     return rows
 
 
+def extrapolated(rows: list[Row], target: int) -> list[Row]:
+    """Every figure scaled linearly from the measured size to ``target`` items (RSS too, which
+    over-states stages whose memory is flat in the number of items)."""
+    out = []
+    for r in rows:
+        f = target / r.items
+        out.append(
+            Row(
+                r.stage, target, r.wall * f, r.cpu * f, r.pg_cpu * f, r.rss_mb * f, r.goal, r.goal_s, r.goal_rss, r.note
+            )
+        )
+    return out
+
+
 def print_table(rows: list[Row]) -> None:
     head = f"{'stage':40s}{'items':>11s}{'wall s':>9s}{'CPU s':>8s}{'PG CPU s':>10s}{'RSS+ MB':>9s}  {'goal':22s}within (wall / CPU+PG)"
     print(head)
@@ -679,6 +695,12 @@ def main() -> int:
     ap.add_argument("--skip-release", action="store_true")
     ap.add_argument("--reuse", action="store_true", help="keep the database and projects of an earlier run")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--extrapolate-to",
+        type=int,
+        default=1_000_000,
+        help="below this many items, also print every figure scaled linearly to it (clearly marked)",
+    )
     args = ap.parse_args()
     unknown = set(args.presets) - {"meme3w", "aha"}
     if unknown:
@@ -728,7 +750,14 @@ def main() -> int:
         f"\nload average after {loadavg()}; bootstrap resamples per CI: {agreement.RESAMPLES:,} "
         f"(quality.agreement.RESAMPLES, the same at every size)\n"
     )
+    print(f"MEASURED at {args.items:,} items:")
     print_table(rows)
+    if args.items < args.extrapolate_to:
+        print(
+            f"\nEXTRAPOLATED linearly from {args.items:,} to {args.extrapolate_to:,} items (not measured; "
+            f"x{args.extrapolate_to / args.items:g}; RSS scaled too, an upper bound for streaming stages):"
+        )
+        print_table(extrapolated(rows, args.extrapolate_to))
     return 0
 
 
