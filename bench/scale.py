@@ -33,7 +33,30 @@ Stages, each timed wall and CPU (this process; PostgreSQL's backends of ``--db``
 
 Goals (issue 18): each agreement report <= 60 s on one core; the release <= 120 s with RSS
 growth <= 300 MB. The machine is shared: the load average is printed before and after, and
-"within goal" is given for the wall time and for the CPU time (process + PostgreSQL).
+"within goal" is given for the wall time and for the CPU time (process + PostgreSQL), at the
+goals' size only; below it (``--extrapolate-to``) a second table scales every figure linearly.
+
+Measured on the shared 2-core dev machine (load average 4-6 from other work; 2026-12-01): a
+1M run would take ~40 min there (set-up ~17 min: ~100 s per 200k items and preset), so
+200,000 items, stages of a --reuse run, all on one core, bootstrap 1,000 resamples:
+
+    stage                          wall s  CPU s  PG CPU s  RSS+ MB | linear to 1M: wall / CPU s
+    agreement report (meme3w)        69.8   58.5      2.0      667  |   349 / 293  (goal 60: NO)
+    agreement report (aha, 3 ann.)  127.9   97.7      2.6     1032  |   639 / 488  (goal 60: NO)
+    split plan                        4.0    2.8      1.0        0  |    20 /  14
+    near-duplicate scan (0 new)       3.2    2.5      0.6        0  |    16 /  12
+    release build, end to end        82.2   60.6      6.2       45  |   411 / 303  (goal 120: NO;
+                                                                         RSS flat: ~45 MB, goal 300)
+
+Where the report's CPU goes at 200k (meme3w / aha, s): reading the annotations into units
+(quality.reports.report_units: JSON and timestamps decoded per row by Django, grouping)
+17 / 30; the per-item contributions of every field (quality.agreement._field: in_scope,
+agreement_value, pair scores, Ratings.from_items, all per item in Python) 14 / 25; the
+bootstrap itself (metrics.resample) 2.7 / 5.5; the dashboard's agreement over time, which
+recomputes every field's per-item work once per week 14.5 / 32; confusions 2 / 2.5. The
+release (cProfile at 20k): records 59% (model instances from select_related, JSON decoding,
+stdlib json encoding, SplitPlan.split_of as a scalar np.searchsorted per row, Parquet, COCO),
+annotations 16%, candidates 13%, progress writes ~7%.
 """
 
 from __future__ import annotations
@@ -656,7 +679,6 @@ def run_stages(args, lead, projects: dict, releases: Path) -> list[Row]:
             note,
         )
     )
-    shutil.rmtree(releases, ignore_errors=True)
     return rows
 
 
@@ -747,7 +769,10 @@ def main() -> int:
     print(f"set-up total {time.perf_counter() - t_setup:.1f} s (not a goal)\n", flush=True)
     releases = Path(tempfile.mkdtemp(prefix="concord-bench-scale-releases-"))
     settings.CONCORD_RELEASES_DIR = str(releases)
-    rows = run_stages(args, lead, projects, releases)
+    try:
+        rows = run_stages(args, lead, projects, releases)
+    finally:
+        shutil.rmtree(releases, ignore_errors=True)
     from quality import agreement
 
     print(
