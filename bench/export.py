@@ -31,73 +31,15 @@ import argparse
 import random
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-
-import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import CATEGORIES, MB, WORDS, RssSampler
+
 GOALS = {"jsonl_s": 30.0, "parquet_s": 45.0, "rss_mb": 150.0}
-MB = 1024 * 1024
-WORDS = (
-    "when",
-    "the",
-    "people",
-    "from",
-    "planet",
-    "zorg",
-    "arrive",
-    "late",
-    "again",
-    "monday",
-    "coffee",
-    "meeting",
-    "cats",
-    "think",
-    "they",
-    "own",
-    "the",
-    "house",
-    "nobody",
-    "asked",
-    "for",
-    "this",
-)
-CATEGORIES = ("group background", "religion and caste", "gender", "health condition")
-
-
-class RssSampler:
-    """Peak resident set size of this process while the block runs, sampled every 10 ms."""
-
-    def __init__(self) -> None:
-        self.proc = psutil.Process()
-
-    def __enter__(self):
-        self.base = self.proc.memory_info().rss
-        self.peak = self.base
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        self.t0, self.c0 = time.perf_counter(), time.process_time()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.01):
-            self.peak = max(self.peak, self.proc.memory_info().rss)
-
-    def __exit__(self, *exc) -> None:
-        self.wall = time.perf_counter() - self.t0
-        self.cpu = time.process_time() - self.c0
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self.proc.memory_info().rss)
-
-    @property
-    def growth_mb(self) -> float:
-        return (self.peak - self.base) / MB
 
 
 def synthetic_records(n: int, seed: int = 0):

@@ -92,8 +92,10 @@ def filter_options(*, project: Project) -> dict:
 # ---------------------------------------------------------------------------- data for agreement
 
 
-def _local_date(ts: datetime | None) -> date | None:
-    return timezone.localtime(ts).date() if ts is not None else None
+def _local_date(ts: datetime | None, tz=None) -> date | None:
+    """The day of ``ts`` in ``tz`` (default: the current time zone; pass it when converting many:
+    looking it up costs more than the conversion)."""
+    return ts.astimezone(tz or timezone.get_current_timezone()).date() if ts is not None else None
 
 
 def report_units(*, project: Project, filters: dict | None = None, stage=None) -> list[Unit]:
@@ -126,13 +128,14 @@ def report_units(*, project: Project, filters: dict | None = None, stage=None) -
     cat_field, cat_value = (f["category"].split("=", 1) + [""])[:2] if f["category"] else ("", "")
     date_from = date.fromisoformat(f["date_from"]) if f["date_from"] else None
     date_to = date.fromisoformat(f["date_to"]) if f["date_to"] else None
+    tz = timezone.get_current_timezone()
     units = []
     for item_id in sorted(grouped):
         slots = grouped[item_id][:cap]
         if len(slots) < 2:
             continue
         completed = max((s[2] for s in slots if s[2] is not None), default=None)
-        day = _local_date(completed)
+        day = _local_date(completed, tz)
         if date_from and (day is None or day < date_from):
             continue
         if date_to and (day is None or day > date_to):

@@ -1,0 +1,794 @@
+"""A synthetic 1M-item project on one box: the time of each stage (issue 18, deliverable 5).
+
+    .venv/bin/python bench/scale.py [--items 1000000] [--db concord_bench_scale]
+                                    [--presets meme3w,aha] [--skip-release] [--reuse]
+                                    [--pg postgres://postgres@127.0.0.1:5432]
+
+Set-up (timed apart, not a goal): the database ``--db`` is dropped, created and migrated, then
+per preset a project of ``--items`` items is written with PostgreSQL COPY (psycopg 3
+``cursor.copy``), no image files except a few: 3% of the items are redistributable and point
+at one of 8 small real PNG files shared by content hash (the release links them); the others
+have plausible image fields (path, sha256, size, pixel hash, pHash) and no file. 5% of the
+items are near-duplicate copies (1-3 pHash bits flipped) and 0.5% exact pixel duplicates of an
+earlier item (``duplicate_of`` set, as the import does).
+
+* meme3w: 2 submitted annotations per item from a pool of 20 annotators with per-person error
+  rates (~80% agreement on the label), target fields filled only when that annotator chose
+  harmful (category, entity from a small lexicon of variants, a mention, 0-2 boxes jittered
+  around the item's box); a current gold record and 1 candidate per item.
+* aha: 3 submitted annotations per item from the same pool; is_hateful (binary) and the three
+  multi-label fields, each filled only under its condition (per-label flips per person).
+
+Stages, each timed wall and CPU (this process; PostgreSQL's backends of ``--db`` apart, from
+/proc) with the peak RSS growth sampled every 10 ms by a thread:
+
+* agreement report (meme3w) and (aha, 3 annotators): ``quality.services.
+  agreement_report_compute_now``, the code path of the report job (reads the annotations,
+  computes every figure with its bootstrap CI and the dashboard, stores the cached row);
+* split plan: ``exports.selectors.split_plan``;
+* near-duplicate scan: ``exports.services.near_duplicates_detect`` (first scan: stores pairs);
+* release build (meme3w): ``exports.services.export_job_run`` end to end (its own scan and plan,
+  records JSONL + Parquet + COCO, images, annotations, candidates, agreement report from the
+  cache the report stage filled, manifest, publication).
+
+Goals (issue 18): each agreement report <= 60 s on one core; the release <= 120 s with RSS
+growth <= 300 MB. The machine is shared: the load average is printed before and after, and
+"within goal" is given for the wall time and for the CPU time (process + PostgreSQL), at the
+goals' size only; below it (``--extrapolate-to``) a second table scales every figure linearly.
+
+Measured on the shared 2-core dev machine (load average 4-6 from other work; 2026-12-01): a
+1M run would take ~40 min there (set-up ~17 min: ~100 s per 200k items and preset), so
+200,000 items, stages of a --reuse run, all on one core, bootstrap 1,000 resamples:
+
+    stage                          wall s  CPU s  PG CPU s  RSS+ MB | linear to 1M: wall / CPU s
+    agreement report (meme3w)        69.8   58.5      2.0      667  |   349 / 293  (goal 60: NO)
+    agreement report (aha, 3 ann.)  127.9   97.7      2.6     1032  |   639 / 488  (goal 60: NO)
+    split plan                        4.0    2.8      1.0        0  |    20 /  14
+    near-duplicate scan (0 new)       3.2    2.5      0.6        0  |    16 /  12
+    release build, end to end        82.2   60.6      6.2       45  |   411 / 303  (goal 120: NO;
+                                                                         RSS flat: ~45 MB, goal 300)
+
+Where the report's CPU goes at 200k (meme3w / aha, s): reading the annotations into units
+(quality.reports.report_units: JSON and timestamps decoded per row by Django, grouping)
+17 / 30; the per-item contributions of every field (quality.agreement._field: in_scope,
+agreement_value, pair scores, Ratings.from_items, all per item in Python) 14 / 25; the
+bootstrap itself (metrics.resample) 2.7 / 5.5; the dashboard's agreement over time, which
+recomputes every field's per-item work once per week 14.5 / 32; confusions 2 / 2.5. The
+release (cProfile at 20k): records 59% (model instances from select_related, JSON decoding,
+stdlib json encoding, SplitPlan.split_of as a scalar np.searchsorted per row, Parquet, COCO),
+annotations 16%, candidates 13%, progress writes ~7%.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse
+import hashlib
+import io
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# The bench folder would shadow the quality app (bench/quality.py): the repository root instead.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+
+from bench.common import CATEGORIES, MB, WORDS, RssSampler, postgres_cpu_seconds
+
+POOL = 20
+COPY_ROWS = 20_000
+GOAL_ITEMS = 1_000_000  # the goals' project size
+GOALS = {"agreement_s": 60.0, "release_s": 120.0, "release_rss_mb": 300.0}
+ENTITIES = (
+    ("Zorgians", "people from Planet Zorg", "Zorg people"),
+    ("Muslims", "Muslim people", "muslims"),
+    ("women", "Women", "women in general"),
+    ("immigrants", "migrants", "immigrant people"),
+    ("politicians", "the politicians", "politicians"),
+)
+MENTIONS = ("planet zorg", "zorg", "people from planet zorg", "the people")
+HATEFUL_TYPES = ("Mocking", "Incitement", "Dehumanization", "Slurs", "Contempt", "Inferiority", "Exclusion", "Other")
+HATEFUL_P = (0.55, 0.12, 0.15, 0.1, 0.2, 0.12, 0.02, 0.03)
+TARGETS = (
+    "ethnicity",
+    "race",
+    "nationality",
+    "immigration status",
+    "religion",
+    "caste",
+    "sex",
+    "gender identity",
+    "sexual orientation",
+    "disability or disease",
+)
+TARGETS_P = (0.2, 0.1, 0.15, 0.05, 0.25, 0.03, 0.15, 0.05, 0.08, 0.06)
+NON_HATEFUL = ("Humor", "Sarcasm", "Other")
+NON_HATEFUL_P = (0.45, 0.45, 0.2)
+TS0 = 1_780_000_000  # 2026-05-28: submissions spread over the 12 weeks after it
+
+
+def pg_ts(seconds: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(seconds))
+
+
+# ------------------------------------------------------------------------------------------
+# Database and set-up
+# ------------------------------------------------------------------------------------------
+
+
+def database_recreate(pg: str, db: str, env: dict) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{pg}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{db}"')
+    py = ROOT / ".venv" / "bin" / "python"
+    subprocess.run(
+        [str(py if py.exists() else sys.executable), "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+
+
+def copy_rows(table: str, columns: tuple[str, ...], blocks) -> int:
+    """COPY ``blocks`` (iterables of tab-separated lines, no escapes needed) into ``table``."""
+    from django.db import connection
+
+    n = 0
+    with connection.cursor() as cur, cur.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for lines in blocks:
+            buf = "\n".join(lines) + "\n"
+            copy.write(buf)
+            n += len(lines)
+    return n
+
+
+def identity_after(table: str) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+
+
+def next_id(table: str) -> int:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {table}")
+        return cur.fetchone()[0]
+
+
+def distinct_raters(rng: np.random.Generator, n: int, per_item: int) -> np.ndarray:
+    """Per item ``per_item`` distinct annotators of the pool (indices 0..POOL-1)."""
+    first = rng.integers(0, POOL, n)
+    if per_item == 2:
+        return np.column_stack([first, (first + rng.integers(1, POOL, n)) % POOL])
+    d1 = rng.integers(1, POOL - 1, n)
+    d2 = rng.integers(d1 + 1, POOL)
+    return np.column_stack([first, (first + d1) % POOL, (first + d2) % POOL])
+
+
+def small_images(media_root: Path, k: int = 8) -> list[tuple[str, str]]:
+    """``k`` small real PNG files, content-addressed under MEDIA_ROOT: [(relative path, sha256)]."""
+    from PIL import Image
+
+    out = []
+    for i in range(k):
+        buf = io.BytesIO()
+        Image.new("RGB", (64, 64), (30 * i % 256, 80, 200 - 20 * i)).save(buf, "PNG")
+        data = buf.getvalue()
+        sha = hashlib.sha256(data).hexdigest()
+        rel = f"images/{sha[:2]}/{sha}.png"
+        (media_root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (media_root / rel).write_bytes(data)
+        out.append((rel, sha))
+    return out
+
+
+ITEM_COLUMNS = (
+    "id",
+    "project_id",
+    "import_key",
+    "image",
+    "image_sha256",
+    "image_format",
+    "width",
+    "height",
+    "pixel_hash",
+    "phash",
+    "text",
+    "text_from_ocr",
+    "title",
+    "source_dataset",
+    "source_id",
+    "language",
+    "domain",
+    "redistributable",
+    "metadata",
+    "stage",
+    "workflow_stage",
+    "split",
+    "excluded_reason",
+    "duplicate_of_id",
+    "created_at",
+)
+
+
+def items_copy(*, project, n: int, stage: str, media_root: Path, seed: int) -> np.ndarray:
+    """COPY ``n`` items of ``project``; returns their ids (ascending)."""
+    rng = np.random.default_rng(seed)
+    base = next_id("projects_item")
+    ids = np.arange(base, base + n, dtype=np.int64)
+    phash = rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64) * np.uint64(2) + rng.integers(0, 2, n).astype(
+        np.uint64
+    )
+    pixel = [f"{x:016x}" for x in rng.integers(0, 2**63, n, dtype=np.int64).tolist()]
+    dup_of = np.full(n, -1, dtype=np.int64)
+    n_near, n_exact = n // 20, n // 200
+    if n_near:  # the last 5%: near copies of earlier items (1-3 pHash bits flipped)
+        src = rng.integers(0, n - n_near - n_exact, n_near)
+        flips = np.zeros(n_near, dtype=np.uint64)
+        for _ in range(3):
+            bit = rng.integers(0, 64, n_near).astype(np.uint64)
+            use = rng.random(n_near) < 0.7
+            flips ^= np.where(use, np.uint64(1) << bit, np.uint64(0))
+        flips[flips == 0] = np.uint64(1)
+        phash[n - n_near :] = phash[src] ^ flips
+    if n_exact:  # the 0.5% before them: the same decoded pixels as an earlier item
+        lo = n - n_near - n_exact
+        src = rng.integers(0, lo, n_exact)
+        dup_of[lo : lo + n_exact] = ids[src]
+        phash[lo : lo + n_exact] = phash[src]
+        for k, s in enumerate(src.tolist()):
+            pixel[lo + k] = pixel[s]
+    shared = small_images(media_root)
+    texts = [
+        " ".join(WORDS[(k * 7 + j * 3) % len(WORDS)] for j in range(6 + k % 9)) + " planet zorg" for k in range(997)
+    ]
+    now = pg_ts(TS0)
+    pid = project.pk
+    preset = project.preset
+
+    def blocks():
+        for start in range(0, n, COPY_ROWS):
+            lines = []
+            for i in range(start, min(n, start + COPY_ROWS)):
+                px = pixel[i]
+                if i % 33 == 0:
+                    rel, sha = shared[(i // 33) % len(shared)]
+                    red, fmt = "t", "PNG"
+                else:
+                    sha = f"{px}{i:016x}{px}{int(phash[i]):016x}"
+                    rel, red, fmt = f"images/{sha[:2]}/{sha}.jpg", "f", "JPEG"
+                dup = int(dup_of[i])
+                lines.append(
+                    f"{ids[i]}\t{pid}\t{preset}-{i}\t{rel}\t{sha}\t{fmt}\t{500 + i % 7 * 20}\t{480 + i % 5 * 16}\t"
+                    f"{px * 4}\t{int(phash[i]):016x}\t{texts[i % 997]}\tf\t\tbench\tbench-{preset}-{i:07d}\ten\t\t"
+                    f'{red}\t{{"template": {i % 500}}}\t{stage}\t0\t\t\t{dup if dup >= 0 else chr(92) + "N"}\t{now}'
+                )
+            yield lines
+
+    copy_rows("projects_item", ITEM_COLUMNS, blocks())
+    identity_after("projects_item")
+    return ids
+
+
+ANNOTATION_COLUMNS = (
+    "item_id",
+    "annotator_id",
+    "kind",
+    "status",
+    "values",
+    "version",
+    "schema_version",
+    "provenance",
+    "time_spent_ms",
+    "opened_at",
+    "submitted_at",
+    "first_submitted_at",
+    "created_at",
+    "updated_at",
+    "skip_reason",
+    "stage",
+)
+
+
+def annotations_copy(item_ids: np.ndarray, raters: np.ndarray, user_ids: list[int], values_of) -> int:
+    """COPY one submitted annotation per (item, slot); ``values_of(start, stop)`` gives the JSON
+    texts of those items' slots ([item][slot]). Submissions spread over 12 weeks."""
+    n, slots = raters.shape
+    stamps = [pg_ts(TS0 + k * 613) for k in range(12 * 7 * 24 * 6)]
+    users = np.asarray(user_ids, dtype=np.int64)[raters]
+
+    def blocks():
+        for start in range(0, n, COPY_ROWS):
+            stop = min(n, start + COPY_ROWS)
+            values = values_of(start, stop)
+            lines = []
+            for i in range(start, stop):
+                t0 = (i * 12 * 7 * 24 * 6) // n
+                for s in range(slots):
+                    ts = stamps[min(t0 + s, len(stamps) - 1)]
+                    lines.append(
+                        f"{item_ids[i]}\t{users[i, s]}\tannotation\tsubmitted\t{values[i - start][s]}\t1\t1\t{{}}\t"
+                        f"{20_000 + (i * 7919 + s * 104_729) % 90_000}\t{ts}\t{ts}\t{ts}\t{ts}\t{ts}\t\t0"
+                    )
+            yield lines
+
+    return copy_rows("annotation_annotation", ANNOTATION_COLUMNS, blocks())
+
+
+def meme3w_values(rng: np.random.Generator, n: int, raters: np.ndarray):
+    """Truth per item and, per slot, each annotator's record as JSON text (built from pools)."""
+    harmful = rng.random(n) < 0.45
+    cat = rng.choice(4, n, p=[0.33, 0.25, 0.24, 0.18])
+    ent = rng.integers(0, len(ENTITIES), n)
+    mention = rng.integers(-1, len(MENTIONS), n)  # -1: the text does not name the target
+    box_n = rng.choice(3, n, p=[0.25, 0.6, 0.15])
+    boxes = []
+    for _ in range(512):
+        x, y = int(rng.integers(0, 600)), int(rng.integers(0, 600))
+        boxes.append((x, y, x + int(rng.integers(80, 400)), y + int(rng.integers(80, 400))))
+    box_of = rng.integers(0, 512, n)
+    err_label = rng.uniform(0.04, 0.17, POOL)
+    err_cat = rng.uniform(0.05, 0.2, POOL)
+
+    def box_json(b: int, k: int, jitter: int) -> str:
+        out = []
+        for m in range(k):
+            x1, y1, x2, y2 = boxes[(b + m * 97) % 512]
+            d = (jitter * 13 + m * 7) % 41 - 20
+            out.append(f"[{max(0, x1 + d)}, {max(0, y1 - d)}, {min(1000, x2 + d)}, {min(1000, y2 + d // 2)}]")
+        return "[" + ", ".join(out) + "]"
+
+    def record(h: bool, c: int, e: str, m: int, b: int, k: int, jitter: int) -> str:
+        if not h:
+            return (
+                '{"label": "non-harmful", "target_category": null, "target_entity": null, '
+                '"text_mention": null, "visual_region": []}'
+            )
+        mtext = "null" if m < 0 else f'"{MENTIONS[m]}"'
+        return (
+            f'{{"label": "harmful", "target_category": "{CATEGORIES[c]}", "target_entity": "{e}", '
+            f'"text_mention": {mtext}, "visual_region": {box_json(b, k, jitter)}}}'
+        )
+
+    def gold(i: int) -> str:
+        return record(
+            bool(harmful[i]), int(cat[i]), ENTITIES[ent[i]][0], int(mention[i]), int(box_of[i]), int(box_n[i]), 20
+        )
+
+    def values_of(start: int, stop: int) -> list[list[str]]:
+        r = np.random.default_rng([start, 7])
+        rr = raters[start:stop]
+        m = stop - start
+        said = harmful[start:stop, None] ^ (r.random((m, 2)) < err_label[rr])
+        c = np.where(r.random((m, 2)) < err_cat[rr], r.integers(0, 4, (m, 2)), cat[start:stop, None])
+        variant = np.where(r.random((m, 2)) < 0.75, 0, r.integers(1, 3, (m, 2)))
+        ment = np.where(r.random((m, 2)) < 0.8, mention[start:stop, None], r.integers(-1, len(MENTIONS), (m, 2)))
+        k = np.where(r.random((m, 2)) < 0.85, box_n[start:stop, None], r.integers(0, 3, (m, 2)))
+        jit = r.integers(0, 41, (m, 2))
+        out = []
+        for j in range(m):
+            i = start + j
+            e = ENTITIES[ent[i]]
+            out.append(
+                [
+                    record(
+                        bool(said[j, s]),
+                        int(c[j, s]),
+                        e[variant[j, s]],
+                        int(ment[j, s]),
+                        int(box_of[i]),
+                        int(k[j, s]),
+                        int(jit[j, s]),
+                    )
+                    for s in range(2)
+                ]
+            )
+        return out
+
+    return gold, values_of
+
+
+def aha_values(rng: np.random.Generator, n: int, raters: np.ndarray):
+    hateful = rng.random(n) < 0.37
+    err = rng.uniform(0.01, 0.08, POOL)
+    flip_rate = rng.uniform(0.02, 0.08, POOL)
+    fields = []
+    for name, labels, p, when in (
+        ("hateful_type", HATEFUL_TYPES, HATEFUL_P, True),
+        ("targeted_categories", TARGETS, TARGETS_P, True),
+        ("non_hateful_type", NON_HATEFUL, NON_HATEFUL_P, False),
+    ):
+        truth = rng.random((n, len(labels))) < np.asarray(p)
+        bits = truth.astype(np.int64) @ (1 << np.arange(len(labels)))
+        texts = [
+            "[" + ", ".join(f'"{labels[b]}"' for b in range(len(labels)) if mask >> b & 1) + "]"
+            for mask in range(1 << len(labels))
+        ]
+        fields.append((name, len(labels), bits, texts, when))
+
+    def values_of(start: int, stop: int) -> list[list[str]]:
+        r = np.random.default_rng([start, 11])
+        rr = raters[start:stop]
+        m = stop - start
+        said = hateful[start:stop, None] ^ (r.random((m, 3)) < err[rr])
+        parts = []
+        for name, k, bits, texts, when in fields:
+            flips = (r.random((m, 3, k)) < flip_rate[rr][..., None]).astype(np.int64) @ (1 << np.arange(k))
+            mask = bits[start:stop, None] ^ flips
+            if name == "hateful_type":
+                other = 1 << (k - 1)
+                mask = np.where(mask & (other - 1), mask & (other - 1), mask)  # Other is exclusive
+            mask = np.where(mask == 0, 1, mask)  # required: at least one label
+            applies = said if when else ~said
+            parts.append((name, np.where(applies, mask, 0), texts))
+        out = []
+        for j in range(m):
+            row = []
+            for s in range(3):
+                body = ", ".join(f'"{name}": {texts[mask[j, s]]}' for name, mask, texts in parts)
+                label = "Hateful" if said[j, s] else "Not-Hateful"
+                row.append(f'{{"is_hateful": "{label}", {body}}}')
+            out.append(row)
+        return out
+
+    return values_of
+
+
+GOLD_COLUMNS = ("item_id", "revision", "is_current", "values", "provenance", "note", "schema_version", "created_at")
+CANDIDATE_COLUMNS = (
+    "item_id",
+    "provider_id",
+    "prompt_version",
+    "model_name",
+    "raw_reply",
+    "think",
+    "fields",
+    "removed",
+    "parse_error",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "created_at",
+)
+
+
+def project_build(*, preset: str, n: int, lead, annotators: list, media_root: Path, seed: int):
+    from django.db import transaction
+
+    from candidates.models import Provider
+    from projects.models import Stage
+    from projects.services import membership_add, project_create
+
+    per_item = 2 if preset == "meme3w" else 3
+    project = project_create(
+        name=f"Bench scale {preset} {n}",
+        slug=f"bench-scale-{preset}",
+        preset=preset,
+        lead=lead,
+        annotators_per_item=per_item,
+    )
+    for a in annotators:
+        membership_add(project=project, user=a, role="annotator")
+    rng = np.random.default_rng([seed, per_item])
+    raters = distinct_raters(rng, n, per_item)
+    user_ids = [a.pk for a in annotators]
+    with transaction.atomic():
+        stage = Stage.GOLD if preset == "meme3w" else Stage.ADJUDICATION
+        ids = items_copy(project=project, n=n, stage=stage, media_root=media_root, seed=seed + per_item)
+        if preset == "meme3w":
+            gold, values_of = meme3w_values(rng, n, raters)
+            annotations_copy(ids, raters, user_ids, values_of)
+            provider = Provider.objects.create(project=project, name="bench-model", kind="replay", model="bench-vl-1")
+            ts = pg_ts(TS0)
+            prov = '{"label": {"source": "identical"}, "target_category": {"source": "identical"}}'
+
+            def gold_blocks():
+                for start in range(0, n, COPY_ROWS):
+                    yield [
+                        f"{ids[i]}\t1\tt\t{gold(i)}\t{prov}\t\t1\t{ts}" for i in range(start, min(n, start + COPY_ROWS))
+                    ]
+
+            def candidate_blocks():
+                for start in range(0, n, COPY_ROWS):
+                    lines = []
+                    for i in range(start, min(n, start + COPY_ROWS)):
+                        g = gold(i)
+                        lines.append(
+                            f"{ids[i]}\t{provider.pk}\tv1\tbench-vl-1\t{g}\t\t{g}\t[]\t\t{800 + i % 900}\t900\t120\t{ts}"
+                        )
+                    yield lines
+
+            copy_rows("adjudication_goldrecord", GOLD_COLUMNS, gold_blocks())
+            copy_rows("candidates_candidate", CANDIDATE_COLUMNS, candidate_blocks())
+        else:
+            annotations_copy(ids, raters, user_ids, aha_values(rng, n, raters))
+    return project
+
+
+def setup(args, media_root: Path):
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    User = get_user_model()
+    lead = User.objects.create(username="bench-scale-lead")
+    annotators = [User.objects.create(username=f"bench-scale-ann{k:02d}") for k in range(POOL)]
+    projects = {}
+    for preset in args.presets:
+        t0 = time.perf_counter()
+        projects[preset] = project_build(
+            preset=preset, n=args.items, lead=lead, annotators=annotators, media_root=media_root, seed=args.seed
+        )
+        print(f"  set-up {preset}: {args.items:,} items written in {time.perf_counter() - t0:.1f} s", flush=True)
+    t0 = time.perf_counter()
+    with connection.cursor() as cur:
+        for table in ("projects_item", "annotation_annotation", "adjudication_goldrecord", "candidates_candidate"):
+            cur.execute(f"VACUUM ANALYZE {table}")
+    print(f"  set-up VACUUM ANALYZE: {time.perf_counter() - t0:.1f} s", flush=True)
+    return lead, projects
+
+
+# ------------------------------------------------------------------------------------------
+# Stages
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    stage: str
+    items: int
+    wall: float
+    cpu: float
+    pg_cpu: float
+    rss_mb: float
+    goal: str
+    goal_s: float | None = None
+    goal_rss: float | None = None
+    note: str = ""
+
+    def within(self) -> str:
+        if self.goal_s is None:
+            return "-"
+        if self.items != GOAL_ITEMS:
+            return f"n/a (goals are for {GOAL_ITEMS:,})"
+        rss_ok = self.goal_rss is None or self.rss_mb <= self.goal_rss
+        wall = "yes" if self.wall <= self.goal_s and rss_ok else "NO"
+        cpu = "yes" if self.cpu + self.pg_cpu <= self.goal_s and rss_ok else "NO"
+        return f"{wall} / {cpu}"
+
+
+class Timed:
+    """Wall, process CPU, PostgreSQL CPU (backends of the database) and peak RSS growth."""
+
+    def __init__(self, db: str):
+        self.db = db
+
+    def __enter__(self):
+        self.pg0 = postgres_cpu_seconds(self.db)
+        self.rss = RssSampler().__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.rss.__exit__(*exc)
+        self.pg = postgres_cpu_seconds(self.db) - self.pg0
+
+
+def run_stages(args, lead, projects: dict, releases: Path) -> list[Row]:
+    from django.db import connection
+
+    from exports.selectors import release_dir, split_plan
+    from exports.services import export_job_run, export_job_start, near_duplicates_detect
+    from quality.models import AgreementReport
+    from quality.services import agreement_report_compute_now
+
+    connection.ensure_connection()
+    rows: list[Row] = []
+    n = args.items
+    for preset in args.presets:
+        project = projects[preset]
+        label = f"agreement report ({preset}{', 3 annotators' if preset == 'aha' else ''})"
+        AgreementReport.objects.filter(project=project).delete()  # a --reuse run computes it again
+        with Timed(args.db) as t:
+            report = agreement_report_compute_now(project=project, filters={}, user=lead)
+        result = (report.result or {}).get("agreement", {})
+        head = ", ".join(
+            f"{h['field']} {h['metric']} {h['value']:.3f} [{h['ci'][0]:.3f}, {h['ci'][1]:.3f}]"
+            for h in result.get("headline", [])
+            if h.get("value") is not None and h.get("ci")
+        )
+        print(
+            f"  {label}: status {report.status}, {result.get('n_items', 0):,} items, "
+            f"{result.get('method', {}).get('resamples')} resamples; {head}",
+            flush=True,
+        )
+        rows.append(
+            Row(
+                label,
+                n,
+                t.rss.wall,
+                t.rss.cpu,
+                t.pg,
+                t.rss.growth_mb,
+                "<= 60 s",
+                GOALS["agreement_s"],
+                note=f"status {report.status}",
+            )
+        )
+    if "meme3w" not in projects:
+        return rows
+    project = projects["meme3w"]
+    with Timed(args.db) as t:
+        plan = split_plan(project=project)
+    print(
+        f"  split plan: sizes {plan.sizes}, excluded {len(plan.excluded):,}, "
+        f"integrity {'ok' if plan.integrity.ok else 'FAILED'}",
+        flush=True,
+    )
+    rows.append(
+        Row("split plan (meme3w, before the scan)", n, t.rss.wall, t.rss.cpu, t.pg, t.rss.growth_mb, "part of release")
+    )
+    with Timed(args.db) as t:
+        scan = near_duplicates_detect(project=project)
+    scan.refresh_from_db()
+    print(f"  near-duplicate scan: {scan.items_scanned:,} items, {scan.pairs_new:,} pairs stored", flush=True)
+    rows.append(Row("near-duplicate scan (meme3w)", n, t.rss.wall, t.rss.cpu, t.pg, t.rss.growth_mb, "part of release"))
+    if args.skip_release:
+        return rows
+    job = export_job_start(project=project, user=lead, enqueue=False)
+    with Timed(args.db) as t:
+        release = export_job_run(job=job)
+    job.refresh_from_db()
+    if release is None:
+        print(f"  release FAILED: {job.error}", flush=True)
+        note = "FAILED"
+    else:
+        files = [p for p in release_dir(release).rglob("*") if p.is_file()]
+        size = sum(p.stat().st_size for p in files)
+        note = f"{release.record_count:,} records, {size / MB:,.0f} MB"
+        print(
+            f"  release v{release.number}: {release.record_count:,} records, "
+            f"{release.manifest['counts']['annotations']:,} annotations, "
+            f"{release.manifest['counts']['candidates']:,} candidates, {len(files)} files, {size / MB:,.0f} MB "
+            f"({release.record_count / t.rss.wall:,.0f} records/s)",
+            flush=True,
+        )
+    rows.append(
+        Row(
+            "release build (meme3w, end to end)",
+            n,
+            t.rss.wall,
+            t.rss.cpu,
+            t.pg,
+            t.rss.growth_mb,
+            "<= 120 s, <= 300 MB",
+            GOALS["release_s"],
+            GOALS["release_rss_mb"],
+            note,
+        )
+    )
+    return rows
+
+
+def extrapolated(rows: list[Row], target: int) -> list[Row]:
+    """Every figure scaled linearly from the measured size to ``target`` items (RSS too, which
+    over-states stages whose memory is flat in the number of items)."""
+    out = []
+    for r in rows:
+        f = target / r.items
+        out.append(
+            Row(
+                r.stage, target, r.wall * f, r.cpu * f, r.pg_cpu * f, r.rss_mb * f, r.goal, r.goal_s, r.goal_rss, r.note
+            )
+        )
+    return out
+
+
+def print_table(rows: list[Row]) -> None:
+    head = f"{'stage':40s}{'items':>11s}{'wall s':>9s}{'CPU s':>8s}{'PG CPU s':>10s}{'RSS+ MB':>9s}  {'goal':22s}within (wall / CPU+PG)"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(
+            f"{r.stage:40s}{r.items:>11,}{r.wall:>9.1f}{r.cpu:>8.1f}{r.pg_cpu:>10.1f}{r.rss_mb:>9.0f}  "
+            f"{r.goal:22s}{r.within()}"
+        )
+
+
+def loadavg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--items", type=int, default=1_000_000)
+    ap.add_argument("--db", default="concord_bench_scale")
+    ap.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
+    ap.add_argument("--presets", default="meme3w,aha", type=lambda s: [p for p in s.split(",") if p])
+    ap.add_argument("--skip-release", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="keep the database and projects of an earlier run")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--extrapolate-to",
+        type=int,
+        default=1_000_000,
+        help="below this many items, also print every figure scaled linearly to it (clearly marked)",
+    )
+    args = ap.parse_args()
+    unknown = set(args.presets) - {"meme3w", "aha"}
+    if unknown:
+        ap.error(f"unknown presets: {', '.join(sorted(unknown))}")
+    var = Path(os.environ.get("CONCORD_VAR_DIR", ROOT / "var" / "bench-scale"))
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{args.pg}/{args.db}",
+        "CONCORD_VAR_DIR": str(var),
+        "DJANGO_SETTINGS_MODULE": "concord.settings",
+        "LOG_LEVEL": "WARNING",
+    }
+    print(
+        f"bench/scale.py: {'the stored' if args.reuse else f'{args.items:,}'} items per project "
+        f"({', '.join(args.presets)}), database {args.db}, "
+        f"{os.cpu_count()} CPUs, load average before {loadavg()}",
+        flush=True,
+    )
+    t_setup = time.perf_counter()
+    if not args.reuse:
+        shutil.rmtree(var / "media" / "images", ignore_errors=True)
+        database_recreate(args.pg, args.db, env)
+        print(f"  set-up: database created and migrated in {time.perf_counter() - t_setup:.1f} s", flush=True)
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+
+    from projects.models import Project
+
+    media_root = Path(settings.MEDIA_ROOT)
+    if args.reuse:
+        lead = get_user_model().objects.get(username="bench-scale-lead")
+        projects = {p: Project.objects.get(slug=f"bench-scale-{p}") for p in args.presets}
+        args.items = projects[args.presets[0]].items.count()
+        print(f"  reusing the projects of an earlier run ({args.items:,} items each)", flush=True)
+    else:
+        lead, projects = setup(args, media_root)
+    print(f"set-up total {time.perf_counter() - t_setup:.1f} s (not a goal)\n", flush=True)
+    releases = Path(tempfile.mkdtemp(prefix="concord-bench-scale-releases-"))
+    settings.CONCORD_RELEASES_DIR = str(releases)
+    try:
+        rows = run_stages(args, lead, projects, releases)
+    finally:
+        shutil.rmtree(releases, ignore_errors=True)
+    from quality import agreement
+
+    print(
+        f"\nload average after {loadavg()}; bootstrap resamples per CI: {agreement.RESAMPLES:,} "
+        f"(quality.agreement.RESAMPLES, the same at every size)\n"
+    )
+    print(f"MEASURED at {args.items:,} items:")
+    print_table(rows)
+    if args.items < args.extrapolate_to:
+        print(
+            f"\nEXTRAPOLATED linearly from {args.items:,} to {args.extrapolate_to:,} items (not measured; "
+            f"x{args.extrapolate_to / args.items:g}; RSS scaled too, an upper bound for streaming stages):"
+        )
+        print_table(extrapolated(rows, args.extrapolate_to))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
