@@ -87,7 +87,13 @@ def item_ocr_read(*, item: Item) -> str:
         ItemOcr.objects.get_or_create(item=item, defaults={"engine": ENGINE, "error": str(exc)[:300]})
         log.warning("OCR of item %s failed: %s", item.pk, exc)
         return "unreadable"
-    checked = check_image(encode_image(variant, "PNG"))
+    try:
+        checked = check_image(encode_image(variant, "PNG"))
+    except ImageRejected as exc:  # e.g. the painted PNG is over the import's byte limit
+        ItemOcr.objects.get_or_create(
+            item=item, defaults={"engine": ENGINE, "text": result.text, "error": f"variant not stored: {exc}"[:300]}
+        )
+        return "unreadable"
     stored = store_image(checked)
     outcome = "read"
     with transaction.atomic():
