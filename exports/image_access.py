@@ -75,11 +75,7 @@ def item_image_get_for_user(*, user, project: Project, item_id, variant: str | N
     (the caller answers 404).
     """
     item = item_get_for_user(user=user, project=project, item_id=item_id)
-    derived = None
-    if variant is not None:
-        derived = ItemVariant.objects.filter(item=item, kind=variant).first()
-        if derived is None:
-            raise Http404("This item has no such image variant (yet).")
+    derived = ItemVariant.objects.filter(item=item, kind=variant).first() if variant is not None else None
     name = released_image_name(item) if derived is None else released_variant_name(derived)
     roles = roles_of(user=user, project=project)
     allowed = (
@@ -91,6 +87,8 @@ def item_image_get_for_user(*, user, project: Project, item_id, variant: str | N
     )
     if not allowed:
         raise PermissionDenied("You may not see this item's image: it is not among the items your role gives you.")
+    if variant is not None and derived is None:  # after the rule: who may not see it learns nothing
+        raise Http404("This item has no such image variant (yet).")
     rel = item.image if derived is None else derived.image
     ext = rel.rsplit(".", 1)[-1]
     return ItemImage(item=item, path=image_path(rel), content_type=CONTENT_TYPES.get(ext, "application/octet-stream"))
