@@ -46,7 +46,6 @@ def _write_annotations(
     pseudonyms: dict,
     tick: _Ticker,
     offset: int,
-    guideline_version: str = "",
 ) -> tuple[dict, int, int]:
     """annotations.jsonl and annotations/<split>.jsonl: every submitted annotation and audit of
     a released item, pseudonymous, with its submission order and times.
@@ -70,6 +69,7 @@ def _write_annotations(
             "values",
             "provenance",
             "schema_version",
+            "guideline_version",
             "time_spent_ms",
             "first_submitted_at",
             "submitted_at",
@@ -89,7 +89,7 @@ def _write_annotations(
             per_split[rec["split"]].write(rec)
 
     order: Counter = Counter()
-    for item_id, annotator_id, kind, values, provenance, schema_version, time_spent_ms, first, last in rows.iterator(
+    for item_id, annotator_id, kind, values, provenance, schema_version, guideline, spent, first, last in rows.iterator(
         chunk_size=READ_CHUNK
     ):
         if item_id != current:
@@ -115,8 +115,10 @@ def _write_annotations(
                 "values": values or {},
                 "provenance": provenance or {},
                 "schema_version": schema_version,
-                "guideline_version": guideline_version,
-                "time_spent_ms": time_spent_ms,
+                # The guideline version the annotation was last saved under (guideline.md is the
+                # current text; null: saved before guidelines were versioned).
+                "guideline_version": guideline,
+                "time_spent_ms": spent,
             }
         )
     flush()
@@ -214,7 +216,7 @@ def annotations_candidates_parquet(*, project: Project, dest: Path) -> tuple[dic
         "last_submitted_at": string,
         "values": gold,
         "schema_version": int32,
-        "guideline_version": string,
+        "guideline_version": int32,
         "time_spent_ms": int64,
     }
     cand_types = {

@@ -78,7 +78,7 @@ ANNOTATION_FIELDS = (
     ("submission_order", "sc:Integer"),
     ("submitted_at", "sc:DateTime"),
     ("schema_version", "sc:Integer"),
-    ("guideline_version", "sc:Text"),
+    ("guideline_version", "sc:Integer"),
 )
 CANDIDATE_FIELDS = (
     ("item_id", "sc:Integer"),

@@ -363,8 +363,9 @@ def datasheet(*, manifest: dict, digests: dict, agreement: dict, audit: dict, pl
         "`annotations/<split>.*`: `item_id`, `split`, `annotator` (pseudonym), `kind` (annotation / audit), "
         "`submission_order` (per item and kind), `agreement_slot`, `submitted_at` and `last_submitted_at` (UTC), "
         "`values`, `provenance` (candidate letters taken), `schema_version` (the schema the annotation was saved "
-        "under), `guideline_version` (sha256 prefix of `guideline.md`, the guideline in force when this release "
-        "was built: Concord does not record which guideline revision each annotator saw), `time_spent_ms`.",
+        "under), `guideline_version` (the project's guideline version the annotation was last saved under; "
+        "`guideline.md` is the version in force when this release was built, named in `manifest.json`), "
+        "`time_spent_ms`.",
         "",
     ]
     return "\n".join(lines)

@@ -89,7 +89,6 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
         pseudonyms=pseudonyms,
         tick=tick,
         offset=n,
-        guideline_version=guideline_version,
     )
     digests.update(ann_digests)
     tick("candidates", 2 * n, force=True)
@@ -132,7 +131,13 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
         "card": card,
         "data_as_of": data_as_of,
         "annotators_per_item": project.annotators_per_item,
-        "guideline": {"file": "guideline.md", "version": guideline_version, "version_rule": "sha256[:12] of the text"},
+        "guideline": {
+            "file": "guideline.md",
+            "version": guideline_version,
+            "version_rule": "sha256[:12] of the text",
+            # The project's version number of this text; annotations name the one they were saved under.
+            "project_version": project.guideline_version,
+        },
         "prompt": {"file": "prompt.txt", "version": prompt.version},
         "annotation_period": _annotation_period(dest / "annotations.jsonl"),
         "counts": {

@@ -98,7 +98,9 @@ def test_per_split_parquet_has_the_jsonl_values_in_nested_columns(release):
 def test_annotations_carry_order_time_and_versions(release, project):
     root = release_dir(release)
     anns = read_jsonl(root / "annotations.jsonl")
-    guideline_version = release.manifest["guideline"]["version"]
+    # Each annotation names the guideline version it was saved under (issue 12 records it).
+    guideline_version = release.manifest["guideline"]["project_version"]
+    assert guideline_version == project.guideline_version
     for a in anns:
         assert a["annotator"].startswith("annotator-")
         assert a["submission_order"] in (1, 2) and a["agreement_slot"] == a["submission_order"]
