@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from core.admin import JobAdmin, ReadOnlyAdmin
-from exports.models import DedupScan, ExportJob, NearDuplicatePair, Release
+from exports.models import DedupScan, ExportJob, HubPush, NearDuplicatePair, Release, ReleaseSettings
 
 
 @admin.register(Release)
@@ -27,3 +27,16 @@ class DedupScanAdmin(JobAdmin):
 class NearDuplicatePairAdmin(ReadOnlyAdmin):
     list_display = ["id", "project", "item_a_id", "item_b_id", "distance", "status", "reviewed_by", "reviewed_at"]
     list_filter = ["status", "project"]
+
+
+@admin.register(HubPush)
+class HubPushAdmin(JobAdmin):
+    list_display = [*JobAdmin.list_display, "release", "repo_id", "files", "commit_url"]
+
+
+@admin.register(ReleaseSettings)
+class ReleaseSettingsAdmin(admin.ModelAdmin):
+    """The dataset card's settings of a project (the lead edits them on the releases page)."""
+
+    list_display = ["project", "pretty_name", "license"]
+    raw_id_fields = ["project"]
