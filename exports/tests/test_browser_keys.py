@@ -56,8 +56,10 @@ def test_pairs_are_judged_with_keys_and_undone(page, browser_login, live_server,
     start = time.perf_counter()
     for i in range(n - 1):
         page.keyboard.press("s" if i % 2 == 0 else "d")
-        page.wait_for_timeout(20)  # faster than the server answers: judgements queue, none is lost
-    # U undoes the last judgement: that pair is unreviewed again and gets the focus.
+        page.wait_for_timeout(60)  # often faster than the server answers: judgements queue, none is lost
+    # Every answer is in (the last pair's card shows its stored state), then U undoes the last
+    # judgement: that pair is unreviewed again and gets the focus.
+    page.wait_for_function("() => !document.querySelector('#pairs form.htmx-request')")
     page.keyboard.press("u")
     last = page.locator(f"#pair-{ids[n - 2]}")
     expect(last).to_have_attribute("data-status", "unreviewed")
