@@ -12,7 +12,7 @@ import io
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
@@ -41,7 +41,7 @@ REFUSALS = {
 SPLIT_PARAM = OpenApiParameter("split", str, description="Split of the release (default test).")
 
 
-class FigureOutput(serializers.Serializer):
+class EvaluationFigureOutput(serializers.Serializer):
     label = serializers.CharField()
     value = serializers.FloatField(allow_null=True, help_text="Fraction in [0, 1]; None when undefined.")
     n = serializers.IntegerField(help_text="Items the figure is computed over.")
@@ -66,7 +66,8 @@ class SubmissionOutput(serializers.Serializer):
     )
     predictions_sha256 = serializers.CharField()
 
-    def get_figures(self, obj) -> dict[str, FigureOutput]:
+    @extend_schema_field(serializers.DictField(child=EvaluationFigureOutput()))
+    def get_figures(self, obj) -> dict:
         return (obj.scores or {}).get("figures") or {}
 
     def get_breakdowns(self, obj) -> dict:
@@ -80,7 +81,7 @@ class LeaderboardRowOutput(serializers.Serializer):
     source = serializers.CharField()
     missing = serializers.IntegerField()
     malformed = serializers.IntegerField()
-    figures = serializers.DictField(child=FigureOutput())
+    figures = serializers.DictField(child=EvaluationFigureOutput())
 
 
 class LeaderboardOutput(serializers.Serializer):
@@ -221,7 +222,11 @@ def _csv_safe(text: str) -> str:
 
 
 class SubmissionApi(APIView):
-    @extend_schema(responses={200: SubmissionOutput, **REFUSALS}, summary="One submission's scores and report")
+    @extend_schema(
+        responses={200: SubmissionOutput, **REFUSALS},
+        summary="One submission's scores and report",
+        operation_id="projects_releases_evaluation_submission_retrieve",
+    )
     def get(self, request, slug, number, submission_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
         release = release_get_for_evaluation(project=project, number=number)

@@ -245,6 +245,7 @@ class MemberApi(APIView):
     left out are not changed."""
 
     @extend_schema(
+        operation_id="projects_member_update",
         request=MemberUpdateInput,
         responses={
             200: MemberOutput(many=True),
