@@ -42,6 +42,9 @@ from collections import defaultdict
 from pathlib import Path
 from urllib.parse import urlsplit
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import postgres_cpu_seconds
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = Path(sys.executable)
 GUNICORN = PY.parent / "gunicorn"
@@ -393,26 +396,6 @@ def process_cpu_seconds(pid: int) -> float:
             total += (int(fields[11]) + int(fields[12])) / tick
         except (OSError, IndexError, ValueError):
             pass
-    return total
-
-
-def postgres_cpu_seconds(db: str) -> float:
-    """CPU of the PostgreSQL backends serving ``db`` (found by their process title)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                title = fh.read().replace(b"\0", b" ").decode(errors="replace")
-            if not title.startswith("postgres:") or f" {db} " not in title:
-                continue
-            with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-        except (OSError, IndexError, ValueError):
-            continue
     return total
 
 
