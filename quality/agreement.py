@@ -38,6 +38,7 @@ data, same figures, byte for byte.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -158,6 +159,44 @@ def in_scope(schema, plan: FieldPlan, unit: Unit, scope: str) -> bool:
     return all(visible) if scope == "both" else any(visible)
 
 
+def _condition_key(schema, spec: dict) -> str:
+    """The chain of visible_if conditions a field depends on (fields sharing it share the answer)."""
+    chain = []
+    while spec.get("visible_if") is not None:
+        chain.append(spec["visible_if"])
+        spec = schema.by_name[spec["visible_if"]["field"]]
+    return json.dumps(chain, sort_keys=True, default=str)
+
+
+def _visibility(schema, spec: dict, units: list[Unit], cache: dict) -> list[tuple[bool, ...]] | None:
+    """Per unit, per record: is the field visible (Schema.is_visible), computed once per distinct
+    chain of conditions for all units (Meme3W's four target fields share one). None: always."""
+    cond = spec.get("visible_if")
+    if cond is None:
+        return None
+    key = _condition_key(schema, spec)
+    if key not in cache:
+        parent = _visibility(schema, schema.by_name[cond["field"]], units, cache)
+        name, allowed = cond["field"], cond["in"]
+        if parent is None:
+            cache[key] = [tuple(v.get(name) in allowed for v in u.values) for u in units]
+        else:
+            cache[key] = [
+                tuple(p and v.get(name) in allowed for p, v in zip(pu, u.values)) for pu, u in zip(parent, units)
+            ]
+    return cache[key]
+
+
+def scope_mask(schema, plan: FieldPlan, units: list[Unit], scope: str, cache: dict | None = None) -> np.ndarray:
+    """``in_scope`` of every unit at once (bench/scale.py: the per-unit form cost ~30% of a report)."""
+    n = len(units)
+    if not plan.conditional or scope == "all":
+        return np.ones(n, dtype=bool)
+    visible = _visibility(schema, plan.spec, units, {} if cache is None else cache)
+    test = all if scope == "both" else any
+    return np.fromiter((test(v) for v in visible), dtype=bool, count=n)
+
+
 @dataclass
 class FieldResult:
     plan: FieldPlan
@@ -166,6 +205,11 @@ class FieldResult:
     #: per scored item, mean pair similarity (1 = all records agree); same order as item_ids
     item_scores: np.ndarray
     extra: dict = field(default_factory=dict)
+    #: positions in the report's units of the scored items (same order as item_ids)
+    unit_index: np.ndarray | None = None
+    #: per-unit contributions of the primary figure: any subset of the units (a week of the
+    #: dashboard's trend line) is a weighted sum of them, not a recompute
+    primary_contributions: Contributions | None = None
 
     @property
     def primary(self) -> dict | None:
@@ -175,6 +219,12 @@ class FieldResult:
 def _pair_means(plan: FieldPlan, rows: list[list[Any]], lexicon, threshold: float | None = None) -> np.ndarray:
     """Per item: mean over its pairs of records of the pair similarity (or of similarity >=
     threshold), all pairs of all items scored in one batch call of the type."""
+    if rows and all(len(row) == 2 for row in rows):  # the common case: one pair per item
+        scores = np.asarray(
+            plan.ftype.pair_scores(plan.spec, [r[0] for r in rows], [r[1] for r in rows], lexicon=lexicon),
+            dtype=np.float64,
+        )
+        return scores if threshold is None else (scores >= threshold).astype(np.float64)
     left, right, owner = [], [], []
     for i, row in enumerate(rows):
         for r, s in combinations(range(len(row)), 2):
@@ -199,6 +249,7 @@ class _Pending:
     item_scores: np.ndarray
     figures: list[tuple[str, str, Contributions, bool]]
     extra: dict
+    unit_index: np.ndarray
 
 
 def _rater_items(rows: list[list[Any]], raters: list[tuple], mask: np.ndarray) -> list[dict]:
@@ -206,9 +257,11 @@ def _rater_items(rows: list[list[Any]], raters: list[tuple], mask: np.ndarray) -
     return [dict(zip(r, row)) if m else {} for row, r, m in zip(rows, raters, mask)]
 
 
-def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon) -> _Pending:
-    mask = np.fromiter((in_scope(schema, plan, u, scope) for u in units), dtype=bool, count=len(units))
-    rows_all = [[plan.ftype.agreement_value(plan.spec, v.get(plan.name)) for v in u.values] for u in units]
+def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon, cache: dict | None = None) -> _Pending:
+    mask = scope_mask(schema, plan, units, scope, cache)
+    # Values of the items in scope only (the others contribute nothing to any figure).
+    value, spec, name = plan.ftype.agreement_value, plan.spec, plan.name
+    rows_all = [[value(spec, v.get(name)) for v in u.values] if m else [] for u, m in zip(units, mask)]
     width = max((len(u.values) for u, m in zip(units, mask) if m), default=0)
     # Two records per item: the two annotations (slots). More: people (see the module docstring).
     raters = [tuple(u.annotators) if width > 2 else tuple(range(len(u.values))) for u in units]
@@ -248,9 +301,10 @@ def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon) -> _
         )
     elif a.family == CONTINUOUS:
         share_figs = []
+        one_pair = bool(rows) and all(len(r) == 2 for r in rows)  # then the share is of the one pair's score
         for t in a.shares:
             per_item = np.zeros(len(units))
-            per_item[idx] = _pair_means(plan, rows, lexicon, threshold=t)
+            per_item[idx] = (item_scores >= t) if one_pair else _pair_means(plan, rows, lexicon, threshold=t)
             share_figs.append(
                 (
                     f"share_{t:g}",
@@ -265,7 +319,7 @@ def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon) -> _
     else:
         raise ValueError(f"field type {plan.type!r} declares an unknown agreement family {a.family!r}")
     figures += [(key, label, c, False) for key, label, c in plan.ftype.agreement_extra(plan.spec, rows_all, mask)]
-    return _Pending(plan, item_ids, item_scores, figures, extra)
+    return _Pending(plan, item_ids, item_scores, figures, extra, idx)
 
 
 def figure(
@@ -298,8 +352,9 @@ def agreement_figures(
     """Every field's figures over ``units`` (each with two or more records)."""
     plans = field_plans(schema)
     pending = []
+    visibility: dict = {}
     for i, plan in enumerate(plans):
-        pending.append(_field(schema, plan, units, scope, lexicon))
+        pending.append(_field(schema, plan, units, scope, lexicon, visibility))
         if progress:
             progress(i + 1, len(plans) + 1)
     contributions = {(p.plan.name, key): c for p in pending for key, _, c, _ in p.figures}
@@ -314,8 +369,17 @@ def agreement_figures(
             figs.append(
                 figure(key, label, est, len(p.item_ids), primary=primary, value=None if est is not None else c.point())
             )
+        primary = next((c for _, _, c, is_primary in p.figures if is_primary), None)
         results.append(
-            FieldResult(plan=p.plan, figures=figs, item_ids=p.item_ids, item_scores=p.item_scores, extra=p.extra)
+            FieldResult(
+                plan=p.plan,
+                figures=figs,
+                item_ids=p.item_ids,
+                item_scores=p.item_scores,
+                extra=p.extra,
+                unit_index=p.unit_index,
+                primary_contributions=primary,
+            )
         )
     return results
 

@@ -8,10 +8,11 @@ from datetime import datetime
 from itertools import combinations
 
 import numpy as np
+import scipy.sparse as sp
 
 from metrics.agreement import cohen_kappa, confusion_matrix
 from projects.fieldtypes import CATEGORICAL, CONTINUOUS
-from quality.agreement import FieldResult, Unit, agreement_figures, field_plans, rnd
+from quality.agreement import DIGITS, FieldResult, Unit, field_plans, rnd
 
 #: How an empty single-choice value is labelled in a confusion matrix.
 NO_VALUE = "(none)"
@@ -24,22 +25,38 @@ def week_of(ts: datetime | None) -> str | None:
     return f"{year}-W{week:02d}"
 
 
-def agreement_over_time(schema, units: list[Unit], *, lexicon, scope: str) -> dict:
-    """Primary figure per field per ISO week of item completion (no CIs: a trend line)."""
-    by_week: dict[str, list[Unit]] = defaultdict(list)
-    for u in units:
-        w = week_of(u.completed_at)
-        if w:
-            by_week[w].append(u)
-    weeks = sorted(by_week)
-    per_week = {w: agreement_figures(schema, by_week[w], lexicon=lexicon, scope=scope, with_ci=False) for w in weeks}
+def agreement_over_time(results: list[FieldResult], units: list[Unit]) -> dict:
+    """Primary figure per field per ISO week of item completion (no CIs: a trend line).
+
+    Each week's figure is the field's statistic over that week's items: the weighted sum of the
+    per-item contributions the report already computed (a week-indicator matrix times them),
+    equal to recomputing the figure on the week's items (tests/test_agreement_scale.py) without
+    re-reading a value (bench/scale.py: the per-week recompute cost as much as the report)."""
+    labels = [week_of(u.completed_at) for u in units]
+    weeks = sorted({w for w in labels if w})
+    position = {w: i for i, w in enumerate(weeks)}
+    week_idx = np.fromiter((position.get(w, -1) if w else -1 for w in labels), dtype=np.intp, count=len(units))
     series = []
-    for plan in field_plans(schema):
-        points = []
-        for w in weeks:
-            res = next(r for r in per_week[w] if r.plan.name == plan.name)
-            p = res.primary
-            points.append({"week": w, "value": p["value"] if p else None, "n": len(res.item_ids)})
+    for res in results:
+        plan, contrib = res.plan, res.primary_contributions
+        scored = np.zeros(len(units), dtype=bool)
+        if res.unit_index is not None:
+            scored[res.unit_index] = True
+        dated = week_idx >= 0
+        counts = np.bincount(week_idx[scored & dated], minlength=len(weeks))
+        values: list[float | None] = [None] * len(weeks)
+        if contrib is not None and weeks:
+            rows = np.nonzero(dated)[0]
+            indicator = sp.csr_matrix(
+                (np.ones(len(rows)), (week_idx[rows], rows)), shape=(len(weeks), len(units)), dtype=np.float64
+            )
+            sums = indicator @ contrib.matrix
+            sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
+            stats = np.asarray(contrib.statistic(sums), dtype=np.float64)
+            values = [rnd(v) for v in stats]
+        points = [
+            {"week": w, "value": values[i] if counts[i] else None, "n": int(counts[i])} for i, w in enumerate(weeks)
+        ]
         series.append({"field": plan.name, "label": plan.label, "metric": plan.agreement.label, "points": points})
     return {"weeks": weeks, "series": series}
 
@@ -52,22 +69,39 @@ def confusions(schema, units: list[Unit], *, max_pairs: int = 4) -> list[dict]:
         if plan.kind != CATEGORICAL:
             continue
         cats = [*plan.choices, None]
-        pooled_a, pooled_b = [], []
-        per_pair: dict[tuple[int, int], tuple[list, list]] = defaultdict(lambda: ([], []))
+        value, spec, name = plan.ftype.agreement_value, plan.spec, plan.name
+        # Pairs of slots (r, s), r < s, gathered per record width: Python loops over widths and
+        # slot pairs only, numpy over the items (bench/scale.py).
+        pooled_a: list = []
+        pooled_b: list = []
+        first: list[np.ndarray] = []
+        second: list[np.ndarray] = []
+        by_width: dict[int, list[Unit]] = defaultdict(list)
         for u in units:
-            vals = [plan.ftype.agreement_value(plan.spec, v.get(plan.name)) for v in u.values]
-            for r, s in combinations(range(len(vals)), 2):
-                pooled_a.append(vals[r])
-                pooled_b.append(vals[s])
-                key = (u.annotators[r], u.annotators[s])
-                flip = key[0] > key[1]
-                pa, pb = per_pair[tuple(sorted(key))]
-                pa.append(vals[s] if flip else vals[r])
-                pb.append(vals[r] if flip else vals[s])
+            by_width[len(u.values)].append(u)
+        for width, group in by_width.items():
+            vals = [[value(spec, v.get(name)) for v in u.values] for u in group]
+            people = np.array([u.annotators for u in group], dtype=np.int64).reshape(len(group), width)
+            for r, s_ in combinations(range(width), 2):
+                pooled_a += [row[r] for row in vals]
+                pooled_b += [row[s_] for row in vals]
+                first.append(people[:, r])
+                second.append(people[:, s_])
         matrices = [{"pair": None, **_matrix(pooled_a, pooled_b, cats)}]
-        ranked = sorted(per_pair.items(), key=lambda kv: (-len(kv[1][0]), kv[0]))[:max_pairs]
-        for (x, y), (a, b) in ranked:
-            matrices.append({"pair": [x, y], **_matrix(a, b, cats)})
+        per_pair: dict[tuple[int, int], tuple[list, list]] = {}
+        if first:
+            x, y = np.concatenate(first), np.concatenate(second)
+            lo, hi = np.minimum(x, y), np.maximum(x, y)
+            pairs, counts = np.unique(np.stack([lo, hi], axis=1), axis=0, return_counts=True)
+            ranked = sorted(zip(counts.tolist(), map(tuple, pairs.tolist())), key=lambda t: (-t[0], t[1]))[:max_pairs]
+            flip = x > y
+            for _, (p, q) in ranked:
+                where = np.nonzero((lo == p) & (hi == q))[0]
+                a = [pooled_b[i] if flip[i] else pooled_a[i] for i in where]
+                b = [pooled_a[i] if flip[i] else pooled_b[i] for i in where]
+                per_pair[(int(p), int(q))] = (a, b)
+        for (x_, y_), (a, b) in per_pair.items():
+            matrices.append({"pair": [x_, y_], **_matrix(a, b, cats)})
         out.append(
             {
                 "field": plan.name,
@@ -115,17 +149,26 @@ def histograms(results: list[FieldResult]) -> list[dict]:
 
 
 def worst_items(results: list[FieldResult], *, limit: int = 15) -> list[dict]:
-    """Items with the lowest mean per-field similarity over the fields they were scored on."""
-    per_item: dict[int, dict[str, float]] = defaultdict(dict)
-    for r in results:
-        for item_id, score in zip(r.item_ids, r.item_scores):
-            per_item[item_id][r.plan.name] = float(score)
+    """Items with the lowest mean per-field similarity over the fields they were scored on
+    (mean and order on the rounded mean, then the item id; numpy over all items, dicts only for
+    the ``limit`` shown)."""
+    scored = [r for r in results if len(r.item_ids)]
+    if not scored:
+        return []
+    ids = np.concatenate([np.asarray(r.item_ids, dtype=np.int64) for r in scored])
+    scores = np.concatenate([np.asarray(r.item_scores, dtype=np.float64) for r in scored])
+    unique, inverse = np.unique(ids, return_inverse=True)
+    mean = np.bincount(inverse, weights=scores) / np.bincount(inverse)
+    keep = np.nonzero(mean < 1.0)[0]
+    rounded = np.round(mean[keep], DIGITS)
+    top = keep[np.lexsort((unique[keep], rounded))[:limit]]
     rows = []
-    for item_id, scores in per_item.items():
-        mean = sum(scores.values()) / len(scores)
-        if mean < 1.0:
-            rows.append(
-                {"item_id": item_id, "score": rnd(mean), "fields": {k: rnd(v) for k, v in scores.items() if v < 1.0}}
-            )
-    rows.sort(key=lambda r: (r["score"], r["item_id"]))
-    return rows[:limit]
+    for u in top:
+        item_id = int(unique[u])
+        fields = {}
+        for r in scored:
+            pos = np.nonzero(np.asarray(r.item_ids) == item_id)[0]
+            if pos.size and float(r.item_scores[pos[0]]) < 1.0:
+                fields[r.plan.name] = rnd(float(r.item_scores[pos[0]]))
+        rows.append({"item_id": item_id, "score": rnd(float(mean[u])), "fields": fields})
+    return rows

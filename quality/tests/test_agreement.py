@@ -276,3 +276,159 @@ def test_prefer_pushes_ineligible_items_back():
     strata = {"a": list(range(10))}
     sample = stratified_sample(strata, 5, seed=3, prefer=lambda i: i % 2 == 0)
     assert sample["a"] == [0, 2, 4, 6, 8]
+
+
+def _random_units(schema_name: str, n: int, seed: int):
+    """Meme3W-like pairs or AHA-like triples of records from 6 people over 5 ISO weeks."""
+    from datetime import UTC, datetime, timedelta
+
+    rng = np.random.default_rng(seed)
+    start = datetime(2026, 3, 2, tzinfo=UTC)
+    units = []
+    for i in range(n):
+        when = start + timedelta(days=int(rng.integers(0, 35)), hours=int(rng.integers(0, 24)))
+        if schema_name == "meme3w":
+            people = tuple(int(x) for x in rng.choice(6, 2, replace=False))
+            records = []
+            for _ in people:
+                if rng.random() < 0.5:
+                    records.append({"label": "non-harmful"})
+                    continue
+                x = float(rng.integers(0, 50))
+                records.append(
+                    {
+                        "label": "harmful",
+                        "target_category": str(rng.choice(MEME3W_SCHEMA["fields"][1]["choices"])),
+                        "target_entity": str(rng.choice(["Muslim people", "muslims", "women", "migrants"])),
+                        "text_mention": str(rng.choice(["muslims", "the women", "them", ""])),
+                        "visual_region": [[x, x, x + 40, x + 30]] if rng.random() < 0.7 else [],
+                    }
+                )
+        else:
+            people = tuple(int(x) for x in rng.choice(6, 3, replace=False))
+            records = []
+            for _ in people:
+                if rng.random() < 0.4:
+                    k = int(rng.integers(1, 3))
+                    records.append(
+                        {
+                            "is_hateful": "Hateful",
+                            "hateful_type": [
+                                str(t) for t in rng.choice(["Mocking", "Slurs", "Contempt"], k, replace=False)
+                            ],
+                            "targeted_categories": [str(rng.choice(["race", "religion", "sex"]))],
+                        }
+                    )
+                else:
+                    records.append(
+                        {"is_hateful": "Not-Hateful", "non_hateful_type": [str(rng.choice(["Humor", "Sarcasm"]))]}
+                    )
+        units.append(Unit(i, tuple(records), people, completed_at=when if i % 17 else None))
+    return units
+
+
+@pytest.mark.parametrize("schema_name, scope", [("meme3w", "both"), ("meme3w", "either"), ("aha", "both")])
+def test_weekly_series_equals_the_figures_recomputed_on_each_weeks_items(schema_name, scope):
+    """The dashboard's trend line sums the report's per-item contributions per week; it must be
+    the figure recomputed on that week's items alone (the straightforward way)."""
+    from quality.analytics import agreement_over_time, week_of
+
+    schema = MEME3W if schema_name == "meme3w" else AHA
+    units = _random_units(schema_name, 400, seed=7)
+    results = agreement.agreement_figures(
+        schema, units, lexicon={"muslims": "Muslim people"}, scope=scope, with_ci=False
+    )
+    series = agreement_over_time(results, units)
+    assert len(series["weeks"]) >= 5
+    checked = 0
+    for w_i, week in enumerate(series["weeks"]):
+        subset = [u for u in units if week_of(u.completed_at) == week]
+        again = agreement.agreement_figures(
+            schema, subset, lexicon={"muslims": "Muslim people"}, scope=scope, with_ci=False
+        )
+        for line in series["series"]:
+            res = next(r for r in again if r.plan.name == line["field"])
+            point = line["points"][w_i]
+            assert point["n"] == len(res.item_ids), (week, line["field"])
+            expected = res.primary["value"] if res.primary and res.item_ids else None
+            if expected is None:
+                assert point["value"] is None
+            else:
+                assert point["value"] == pytest.approx(expected, abs=1e-12), (week, line["field"])
+                checked += 1
+    assert checked >= 4 * len(series["series"])
+    # undated items (completed_at None) are in the report but in no week
+    assert sum(p["n"] for p in series["series"][0]["points"]) == sum(1 for u in units if u.completed_at)
+
+
+def test_scope_mask_equals_the_per_unit_rule():
+    units = _random_units("meme3w", 300, seed=3)
+    for plan in agreement.field_plans(MEME3W):
+        for scope in agreement.SCOPES:
+            fast = agreement.scope_mask(MEME3W, plan, units, scope, {})
+            slow = [agreement.in_scope(MEME3W, plan, u, scope) for u in units]
+            assert fast.tolist() == slow, (plan.name, scope)
+
+
+def _confusions_straightforward(schema, units, max_pairs=4):
+    """The per-unit loop the vectorized quality.analytics.confusions replaced (reference)."""
+    from collections import defaultdict
+    from itertools import combinations
+
+    from quality.analytics import _matrix
+
+    out = []
+    for plan in agreement.field_plans(schema):
+        if plan.kind != "categorical":
+            continue
+        cats = [*plan.choices, None]
+        pooled_a, pooled_b = [], []
+        per_pair = defaultdict(lambda: ([], []))
+        for u in units:
+            vals = [plan.ftype.agreement_value(plan.spec, v.get(plan.name)) for v in u.values]
+            for r, s in combinations(range(len(vals)), 2):
+                pooled_a.append(vals[r])
+                pooled_b.append(vals[s])
+                key = (u.annotators[r], u.annotators[s])
+                flip = key[0] > key[1]
+                pa, pb = per_pair[tuple(sorted(key))]
+                pa.append(vals[s] if flip else vals[r])
+                pb.append(vals[r] if flip else vals[s])
+        matrices = [{"pair": None, **_matrix(pooled_a, pooled_b, cats)}]
+        ranked = sorted(per_pair.items(), key=lambda kv: (-len(kv[1][0]), kv[0]))[:max_pairs]
+        for (x, y), (a, b) in ranked:
+            matrices.append({"pair": [x, y], **_matrix(a, b, cats)})
+        out.append({"field": plan.name, "matrices": matrices})
+    return out
+
+
+@pytest.mark.parametrize("schema_name", ["meme3w", "aha"])
+def test_confusions_and_worst_items_equal_the_straightforward_loops(schema_name):
+    from quality.analytics import confusions, worst_items
+
+    schema = MEME3W if schema_name == "meme3w" else AHA
+    units = _random_units(schema_name, 500, seed=11)
+    fast = confusions(schema, units)
+    slow = _confusions_straightforward(schema, units)
+    assert [(c["field"], c["matrices"]) for c in fast] == [(c["field"], c["matrices"]) for c in slow]
+    assert all(len(c["matrices"]) == 5 for c in fast)
+
+    results = agreement.agreement_figures(schema, units, lexicon=None, with_ci=False)
+    per_item = {}
+    for r in results:
+        for item_id, score in zip(r.item_ids, r.item_scores):
+            per_item.setdefault(item_id, {})[r.plan.name] = float(score)
+    expected = []
+    for item_id, scores in per_item.items():
+        mean = sum(scores.values()) / len(scores)
+        if mean < 1.0:
+            expected.append(
+                {
+                    "item_id": item_id,
+                    "score": agreement.rnd(mean),
+                    "fields": {k: agreement.rnd(v) for k, v in scores.items() if v < 1.0},
+                }
+            )
+    expected.sort(key=lambda r: (r["score"], r["item_id"]))
+    assert worst_items(results) == expected[:15]
+    assert worst_items(results, limit=400) == expected[:400]
