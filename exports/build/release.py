@@ -10,7 +10,6 @@ newest released gold decision.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from exports.splitting import SPLITS
 from exports.writers import (
     FileDigest,
     finite,
+    json_loads,
     write_json,
     write_text,
 )
@@ -225,7 +225,7 @@ def _annotation_period(path: Path) -> dict:
     first = last = None
     with open(path, "rb") as fh:
         for line in fh:
-            at = json.loads(line).get("submitted_at")
+            at = json_loads(line).get("submitted_at")
             if at:
                 first = at if first is None or at < first else first
                 last = at if last is None or at > last else last

@@ -27,7 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from exports.writers import PARQUET_OPTIONS, FileDigest, canonical_json, file_digest
+from exports.writers import PARQUET_OPTIONS, FileDigest, canonical_json, file_digest, json_loads
 
 BATCH_ROWS = 5000
 #: Row groups of records with image bytes embedded stay small (a batch holds its images).
@@ -41,7 +41,7 @@ def _lines(path: Path, batch: int) -> Iterator[list[dict]]:
     rows: list[dict] = []
     with open(path, "rb") as fh:
         for line in fh:
-            rows.append(json.loads(line))
+            rows.append(json_loads(line))
             if len(rows) >= batch:
                 yield rows
                 rows = []

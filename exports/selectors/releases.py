@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from django.http import Http404
 
 from exports.archive import ArchiveLayout, archive_time
 from exports.models import ExportJob, HubPush, Release, ReleaseSettings
+from exports.writers import json_loads
 from projects.models import Item, Project, Stage
 
 # ------------------------------------------------------------------------------------------
@@ -92,14 +92,14 @@ def release_records(release: Release, *, split: str | None = None) -> Iterator[b
     path = release_dir(release) / "records.jsonl"
     with open(path, "rb") as fh:
         for line in fh:
-            if split is None or json.loads(line)["split"] == split:
+            if split is None or json_loads(line)["split"] == split:
                 yield line
 
 
 def _records_by_id(release: Release) -> Iterator[dict]:
     with open(release_dir(release) / "records.jsonl", "rb") as fh:
         for line in fh:
-            yield json.loads(line)
+            yield json_loads(line)
 
 
 def _changed_fields(a: dict, b: dict) -> list[str]:

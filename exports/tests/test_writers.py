@@ -139,3 +139,72 @@ def test_coco_writer_streams_images_and_pixel_boxes(tmp_path):
     assert first["bbox"] == [0.0, 0.0, 100.0, 100.0] and first["category_id"] == 2 and first["area"] == 10000.0
     assert second["bbox"] == [100.0, 50.0, 100.0, 50.0] and second["bbox_normalized_1000"] == [500, 500, 1000, 1000]
     assert not (tmp_path / "coco.json.images.tmp").exists()
+
+
+def _hostile_values(rng):
+    """Values a release line can hold, including the ones where orjson's text differs."""
+    floats = [0.0, -0.0, 0.1, 1e-05, 1.234e-05, 9.99e-05, 1e-06, 5e-324, 0.0001, 1e15, 1e16, 1.5e16, 1e22, 2.5, 1 / 3]
+    strings = [
+        "",
+        "plain",
+        "é漢字",
+        "\u2028\u2029",
+        "\x00\x1f\x7f",
+        'quote " back \\ slash /',
+        "re-explain 5e-3",
+        "0.00001",
+    ]
+    kinds = [
+        lambda: float(rng.choice(floats)),
+        lambda: str(rng.choice(strings)),
+        lambda: int(rng.integers(-(2**62), 2**62)),
+        lambda: 2**70,
+        lambda: None,
+        lambda: bool(rng.integers(0, 2)),
+    ]
+    return kinds
+
+
+def test_orjson_path_is_byte_identical_to_the_stdlib_encoder():
+    """JsonlWriter writes through orjson where its text is the stdlib's and falls back
+    otherwise: random records with small floats, huge ints, control characters, non-string
+    keys and nested containers encode to exactly canonical_json(...).encode()."""
+    import numpy as np
+
+    from exports.writers import canonical_json_bytes
+
+    rng = np.random.default_rng(5)
+    kinds = _hostile_values(rng)
+
+    def value(depth=0):
+        r = rng.random()
+        if depth < 3 and r < 0.2:
+            return [value(depth + 1) for _ in range(int(rng.integers(0, 4)))]
+        if depth < 3 and r < 0.4:
+            keys = ["b", "a", "é", "Z", "漢", "a1", "A"]
+            out = {str(rng.choice(keys)) + str(i): value(depth + 1) for i in range(int(rng.integers(0, 4)))}
+            if rng.random() < 0.05:
+                return {7: "int keys", 3: value(depth + 1)}  # the stdlib writes them as strings
+            return out
+        return kinds[int(rng.integers(0, len(kinds)))]()
+
+    checked = 0
+    for _ in range(3000):
+        record = {"id": int(rng.integers(0, 10**6)), "v": value()}
+        assert canonical_json_bytes(record) == canonical_json(record).encode(), record
+        checked += 1
+    assert checked == 3000
+    with pytest.raises(ValueError):
+        canonical_json_bytes({"x": float("nan")})
+
+
+def test_json_loads_reads_what_orjson_refuses():
+    from exports.writers import json_loads
+
+    assert json_loads(b'{"id": 123456789012345678901234567890}') == {"id": 123456789012345678901234567890}
+    assert json_loads('{"t": "漢字"}') == {"t": "漢字"}
+    assert json_loads(b'{"n": 9223372036854775807, "f": 0.30000000000000004}') == {
+        "n": 9223372036854775807,
+        "f": 0.30000000000000004,
+    }
+    assert json_loads(b'{"n": -12345678901234567890123}') == {"n": -12345678901234567890123}
