@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from adjudication.services import history_record, item_keep_references, item_route
@@ -227,3 +227,35 @@ def conversion_provider_set(*, project, user, stage_name: str, provider: str) ->
             new={"stage": stage_name, "provider": provider},
         )
     project.workflow = data
+
+
+FAILED_SHOWN = 200
+
+
+def conversions_overview(*, project, workflow) -> list[dict]:
+    """Per model stage, for its lead: status counts, items waiting for a conversion, failures
+    (with their reason) and flagged conversions, and the provider it converts with. Two
+    aggregate queries and two bounded lists per stage."""
+    out = []
+    for stage in workflow.model_stages():
+        rows = Conversion.objects.filter(item__project=project, stage=stage.index)
+        counts = dict(rows.values_list("status").annotate(n=Count("id")).order_by())
+        converted = rows.filter(status=JobStatus.DONE)
+        out.append(
+            {
+                "stage": stage,
+                "counts": {s: counts.get(s, 0) for s in JobStatus.values},
+                "total": sum(counts.values()),
+                "flagged": sum(1 for f in converted.values_list("flags", flat=True) if f),
+                "failed": list(
+                    rows.filter(status=JobStatus.FAILED)
+                    .select_related("item", "provider")
+                    .order_by("item_id")[:FAILED_SHOWN]
+                ),
+                "flag_rows": list(
+                    converted.exclude(flags=[]).select_related("item", "provider").order_by("item_id")[:FAILED_SHOWN]
+                ),
+                "provider": stage.model.get("provider") or "",
+            }
+        )
+    return out

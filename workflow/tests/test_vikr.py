@@ -289,3 +289,73 @@ def test_several_enabled_providers_need_the_stage_to_name_one(
         conversions_retry_failed(project=project, user=lead)
     conv.refresh_from_db()
     assert conv.status == JobStatus.DONE and conv.provider.name == "converter"
+
+
+def test_the_lead_sees_progress_failures_and_retries_annotators_never_see_the_model(
+    vikr, people, fake_llm, lead, client, django_capture_on_commit_callbacks
+) -> None:
+    project, _ = vikr
+    provider = _provider(project, fake_llm, "openai")
+    fake_llm.plan(provider.model, ["prose"])
+    failed = _write_reference(project, people["writer"], django_capture_on_commit_callbacks)
+    converted = _write_reference(project, people["writer"], django_capture_on_commit_callbacks)
+    url = f"/p/{project.slug}/conversions/"
+    client.force_login(people["checker"])
+    assert client.get(url).status_code == 403
+    review = claim(people["checker"], project)
+    assert review.item_id == converted.pk
+    page = client.get(f"/p/{project.slug}/annotate/{converted.pk}/").content.decode()
+    assert "Automated checks" in page and "no problem found" in page
+    assert REFERENCE["explanation"] in page  # the explanation, as written (not escaped away)
+    for secret in (provider.name, provider.model, "gpt-conv-served", "converter"):
+        assert secret not in page
+
+    client.force_login(lead)
+    page = client.get(url).content.decode()
+    assert "1 converted" in page and "1 failed" in page and "could not be read" in page
+    assert f'data-item="{failed.pk}"' in page and provider.model in page
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"action": "retry"})
+    assert response.status_code == 302
+    assert Conversion.objects.get(item=failed).status == JobStatus.DONE
+    response = client.post(url, {"action": "provider", "stage": "conversion", "provider": "nope"}, follow=True)
+    assert "no provider" in response.content.decode() or "Choose one" in response.content.decode()
+    client.post(url, {"action": "provider", "stage": "conversion", "provider": "converter"})
+    project.refresh_from_db()
+    assert project.get_workflow().stage(1).model["provider"] == "converter"
+
+
+def test_release_counts_removals_by_reason_and_stage_accepted_and_edited_and_keeps_cjk_readable(
+    vikr, people, fake_llm, lead, django_capture_on_commit_callbacks
+) -> None:
+    from exports.selectors import release_dir
+    from exports.services import export_job_run, export_job_start
+
+    project, items = vikr
+    _provider(project, fake_llm, "gemini")
+    for _ in items:
+        _write_reference(project, people["writer"], django_capture_on_commit_callbacks)
+    first = claim(people["checker"], project)  # accepted as converted
+    annotation_submit(annotator=people["checker"], item=first.item, values=first.values, version=first.version)
+    second = claim(people["checker"], project)  # edited
+    edited = {**second.values, "reasoning": [{"id": "R1", "text": "口头禅与小事的反差制造笑点"}]}
+    annotation_submit(annotator=people["checker"], item=second.item, values=edited, version=second.version)
+    third = claim(people["checker"], project)  # removed
+    item_flag(annotator=people["checker"], item=third.item, reason="ambiguity", note="两种解读")
+
+    release = export_job_run(job=export_job_start(project=project, user=lead, enqueue=False))
+    assert release is not None
+    c = release.manifest["construction"]
+    assert (c["items"], c["removed"], c["kept"]) == (3, 1, 2)
+    assert c["removed_by_reason"] == {"ambiguity": 1} and c["removed_by_stage"] == {"qc": {"ambiguity": 1}}
+    assert (c["reviewed_accepted"], c["reviewed_edited"]) == (1, 1) and c["reviewed_fields_edited"] == {"reasoning": 1}
+    folder = release_dir(release)
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    assert "3 candidate items, 1 removed, 2 kept" in readme and "| qc | ambiguity | 1 |" in readme
+    raw = (folder / "records.jsonl").read_text(encoding="utf-8")
+    assert "口头禅与小事的反差制造笑点" in raw and "\\u" not in raw  # CJK written as itself, not escaped
+    records = {r["item_id"]: r for r in map(json.loads, raw.splitlines())}
+    gold = records[second.item_id]["gold"]
+    assert gold["reasoning"] == [{"id": "R1", "text": "口头禅与小事的反差制造笑点", "link": None}]
+    assert gold["explanation"] == REFERENCE["explanation"] and gold["language"] == "Chinese" and gold["domain"] == "ACG"
+    assert third.item_id not in records
