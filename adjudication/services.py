@@ -18,6 +18,7 @@ from adjudication.models import AdjudicationTask, GoldRecord, HistoryEvent, Lexi
 from adjudication.selectors import released_until
 from annotation.models import Annotation
 from annotation.selectors import submitted_annotations_for_item
+from candidates.models import Conversion
 from core.errors import Conflict, Invalid, StaleVersion
 from metrics.entity import Lexicon
 from metrics.text import normalize
@@ -259,17 +260,41 @@ def item_keep_references(*, item: Item) -> str:
     field is kept, nothing is adjudicated (MemeCap's captions). Gold holds, per field, the list
     of submitted values in order of first submission; provenance names the annotations.
 
+    A stage with gold ``value`` (one annotator) gives the value itself instead of a list. A
+    model stage's fields take the values of the stage that reviewed them (MemeBench's QC'd
+    checklists), with provenance saying whether the reviewer accepted the model's conversion
+    as it was or edited it.
+
     Caller holds the item lock (workflow.services.annotation_submit)."""
     workflow = item.project.get_workflow()
+    schema = workflow.schema
     by_stage: dict[int, list[Annotation]] = {}
     for a in submitted_annotations_for_item(item=item):
         by_stage.setdefault(a.stage, []).append(a)
     values, provenance = {}, {}
     for stage in workflow.stages:
+        if stage.model is not None:
+            continue  # its fields are written by the stage that reviews it
         kept = by_stage.get(stage.index, [])[: workflow.annotators_for(item, stage.index)]
+        conversion = None
+        if stage.review is not None:
+            conversion = Conversion.objects.filter(item=item, stage=stage.review).first()
         for name in stage.fields:
-            values[name] = [a.values.get(name) for a in kept]
+            if stage.gold == "value":
+                spec = schema.by_name[name]
+                values[name] = kept[0].values.get(name) if kept else REGISTRY[spec["type"]].absent(spec)
+            else:
+                values[name] = [a.values.get(name) for a in kept]
             provenance[name] = {"source": "references", "stage": stage.name, "annotations": [a.pk for a in kept]}
+            if stage.review is not None:
+                spec = schema.by_name[name]
+                model_value = (conversion.values if conversion else {}).get(name)
+                provenance[name] |= {
+                    "source": "review",
+                    "reviewed": workflow.stage(stage.review).name,
+                    "conversion": conversion.pk if conversion else None,
+                    "edited": not _same(spec, values[name], model_value),
+                }
     lexicon_version, _ = lexicon_current(project=item.project)
     _gold_write(
         item=item,
@@ -282,6 +307,16 @@ def item_keep_references(*, item: Item) -> str:
         kind="gold:references",
     )
     return ROUTE_REFERENCES
+
+
+def _same(spec: dict, a, b) -> bool:
+    ftype = REGISTRY[spec["type"]]
+    try:
+        if ftype.is_absent(spec, a) or ftype.is_absent(spec, b):
+            return ftype.is_absent(spec, a) and ftype.is_absent(spec, b)
+        return ftype.canonical(spec, a) == ftype.canonical(spec, b)
+    except (TypeError, ValueError, KeyError):
+        return False
 
 
 def _gold_write(

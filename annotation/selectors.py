@@ -23,6 +23,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from annotation.models import Annotation, AnnotatorPreference, Assignment, Kind, assignment_of, slot_held
+from candidates.models import Conversion
 from candidates.selectors import candidates_for_annotator
 from projects.models import Item, ItemOcr, ItemVariant, Project, Stage
 from projects.workflow import FLAG_REASONS, StageSpec
@@ -208,6 +209,9 @@ class Workspace:
     has_variant: bool = False
     #: OCR lines of the image [{text, box}], for the overlay (only where the stage shows text).
     ocr_lines: list[dict] = field(default_factory=list)
+    #: A review stage: the automated checks' findings on the model's conversion (messages and
+    #: the field they concern; never the provider or model that wrote it).
+    checks: list[dict] = field(default_factory=list)
 
     @property
     def show_text(self) -> bool:
@@ -291,7 +295,27 @@ def workspace_for_annotator(*, annotation: Annotation, audit: bool) -> Workspace
         earlier=[] if audit else _earlier_stages(item=item, workflow=workflow, stage=stage),
         has_variant=stage.image != "original" and ItemVariant.objects.filter(item=item, kind=stage.image).exists(),
         ocr_lines=_ocr_lines(item) if stage.show_text else [],
+        checks=[] if audit else _review_checks(item=item, stage=stage, schema=schema),
     )
+
+
+def _review_checks(*, item: Item, stage, schema) -> list[dict]:
+    if stage.review is None:
+        return []
+    flags = Conversion.objects.filter(item=item, stage=stage.review).values_list("flags", flat=True).first() or []
+    out = []
+    for f in flags:
+        if not isinstance(f, dict):
+            continue
+        spec = schema.by_name.get(f.get("field"))
+        out.append(
+            {
+                "check": str(f.get("check", "")),
+                "field": (spec.get("label") or spec["name"]) if spec else "",
+                "message": str(f.get("message", "")),
+            }
+        )
+    return out
 
 
 def _ocr_lines(item: Item) -> list[dict]:

@@ -171,3 +171,64 @@ class RateLimitSlot(models.Model):
 
     provider = models.OneToOneField(Provider, on_delete=models.CASCADE, related_name="rate_slot")
     tat = models.FloatField(default=0.0, help_text="Unix time before which no new request may be scheduled.")
+
+
+class ConversionJob(Job):
+    """Runs a project's pending conversions (projects.workflow model stages): started when an
+    item enters a model stage, or by a lead's retry. The Celery task lives in workflow (it moves
+    the converted items on to their review stage, a step above this app)."""
+
+    kind = "conversion"
+    task_name = "workflow.run_conversions"
+    readers = ("lead",)
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="conversion_jobs")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "conversion job"
+
+
+class Conversion(models.Model):
+    """One item's conversion by a model stage (MemeBench: the reference explanation converted
+    into the VIKR checklists by an LLM). One row per (item, stage); a retry resets it. The
+    reply is kept verbatim; ``values`` holds what the review stage starts from and ``flags``
+    what the automated checks found (shown to the reviewer, never fixed silently)."""
+
+    Status = JobStatus
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="conversions")
+    stage = models.PositiveSmallIntegerField(help_text="Index of the model stage (projects.workflow).")
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PENDING, db_index=True)
+    provider = models.ForeignKey(
+        Provider,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="conversions",
+        help_text="The provider that converted (leads and researchers only; never shown to annotators).",
+    )
+    model_name = models.CharField(max_length=200, blank=True, help_text="Model name reported with the reply.")
+    prompt_sha = models.CharField(max_length=16, blank=True, help_text="sha256 prefix of the prompt sent.")
+    attempts = models.PositiveIntegerField(default=0)
+    lease_until = models.DateTimeField(
+        null=True, blank=True, help_text="While set and in the future, one execution is calling the provider."
+    )
+    raw_reply = models.TextField(blank=True, help_text="The model's reply, verbatim.")
+    values = models.JSONField(default=dict, blank=True, help_text="The stage's fields read from the reply.")
+    flags = models.JSONField(
+        default=list, blank=True, help_text='Automated-check findings [{"check", "field", "item", "message"}].'
+    )
+    error = models.TextField(blank=True, help_text="Why the conversion failed (provider error, unreadable reply).")
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["item", "stage"], name="uniq_conversion_item_stage")]
+        indexes = [models.Index(fields=["status", "item"])]
+
+    def __str__(self) -> str:
+        return f"conversion of item {self.item_id} (stage {self.stage}, {self.status})"

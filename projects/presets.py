@@ -2,7 +2,8 @@
 
 meme3w: harmtrace-meme3w.txt Eq. 1, Appendix A.1 (taxonomy, harmfulness definition, schema)
 and A.2 (the six annotation guidelines). aha: aha-memes.txt section 3.4 and Appendix B.1.
-memecap: memecap.txt (literal caption, visual metaphors, meme captions).
+memecap: memecap.txt (literal caption, visual metaphors, meme captions). vikr:
+memebench-vikr.txt (reference explanation, LLM conversion into the VIKR checklists, QC).
 """
 
 from __future__ import annotations
@@ -245,6 +246,173 @@ MEMECAP_WORKFLOW = [
     },
 ]
 
+VIKR_LANGUAGES = ["Chinese", "English"]
+VIKR_DOMAINS = ["ACG", "Cross-domain", "Daily life", "Movies and TV", "Public life"]
+
+VIKR_GUIDELINE = """\
+Three stages (MemeBench section 2, "Construction").
+
+Stage 1, reference explanation (a bilingual annotator familiar with ACG and internet meme
+culture): write one explanation of the meme that covers, in this order,
+- the visual content: what the picture shows, including every piece of text in it (transcribe
+  it in its own language);
+- entity identity: who or what each depicted character, person or object is, with the source
+  work it comes from ("Kēnán" [Conan] from *Detective Conan*, not "a detective boy");
+- the cultural background the meme needs: facts, community conventions, catch-phrases;
+- the humour mechanism: what triggers the joke, how it works and the core message.
+Then set the meme's language and domain (metadata for stratified analysis only: never scored).
+Write in the meme's language or in English. The explanation is the semantic source of the
+checklists: anything it leaves out cannot be asked of a model later.
+
+Stage 2, conversion (a configured LLM, no person): the explanation and the image are converted
+into four checklists of 1-4 binary requirements each -- Visual (entity-agnostic description,
+OCR text, appearance of salient entities, no names), Identity (each entity and its source work,
+linked by id to the Visual item that shows it), Knowledge (background facts and cultural
+codes), Reasoning (humour trigger, mechanism, core message). Automated checks flag replies that
+break the schema, the item counts, an Identity link, or name an Identity entity in Visual.
+
+Stage 3, quality control (a reviewer who did not write the item's explanation): read the image,
+the explanation and the checklists with the flags of the automated checks, then
+- accept the checklists as they are, or
+- edit them (keep each item one observable, binary requirement; Visual names nobody; every
+  Identity item links to the Visual item it identifies), or
+- remove the item with a reason: layer separation, checklist consistency, ambiguity, image
+  quality or safety (add a note). Removed items leave the benchmark; the datasheet counts them.
+"""
+
+#: The conversion prompt of stage 2 (MemeBench section 3, the VIKR schema). The explanation
+#: and the schema's field descriptions are appended to it by candidates.conversion.
+VIKR_CONVERSION_PROMPT = """\
+You convert a human-written reference explanation of a meme into the VIKR checklist schema.
+You see the meme image and the explanation. The explanation is the only source of meaning:
+do not add interpretations it does not contain; use the image only to describe what is visible
+and to transcribe its text exactly.
+
+Write four checklists. Each holds 1 to 4 binary requirements: short statements that a model's
+explanation of the meme either satisfies or not. One requirement checks one thing.
+
+- "visual" (ids V1, V2, ...): an entity-agnostic description of what is visible: the scene,
+  the appearance of each salient character, person or object, and a transcription of the text
+  in the image (OCR, in its original language and script). NEVER name an entity here: no
+  character, person, work, brand or group names -- describe appearance instead ("a boy in a
+  blue blazer with glasses", not "Conan").
+- "identity" (ids I1, I2, ...): names each entity the meme depends on and its source work
+  ("the boy is Edogawa Conan (江户川柯南) from Detective Conan"). Require exact identification.
+  Every identity item has "link": the id of the visual item that shows that entity.
+- "knowledge" (ids K1, K2, ...): the background facts and cultural codes the meme requires
+  (what a catch-phrase refers to, a plot event, a community convention), not the joke itself.
+- "reasoning" (ids R1, R2, ...): the humour trigger, the mechanism (irony, incongruity,
+  reference, wordplay ...) and the core message the poster wants to convey.
+
+Also list, under "entities", every name used in the identity items, so that names can be
+checked: [{"id": "I1", "names": ["Edogawa Conan", "江户川柯南", "Conan"], "work": "Detective Conan"}].
+
+Write each requirement in the language of the explanation. Answer with JSON only, no prose
+and no code fence:
+{"visual": [{"id": "V1", "text": "..."}],
+ "identity": [{"id": "I1", "text": "...", "link": "V1"}],
+ "knowledge": [{"id": "K1", "text": "..."}],
+ "reasoning": [{"id": "R1", "text": "..."}],
+ "entities": [{"id": "I1", "names": ["..."], "work": "..."}]}
+"""
+
+VIKR_SCHEMA = {
+    "version": 1,
+    "fields": [
+        {
+            "name": "explanation",
+            "type": "text",
+            "label": "Reference explanation",
+            "help": "Visual content (with the text in the image), entity identity, cultural background, humour mechanism.",
+            "required": True,
+            "max_length": 4000,
+        },
+        {"name": "language", "type": "choice", "label": "Language", "choices": VIKR_LANGUAGES, "required": True},
+        {"name": "domain", "type": "choice", "label": "Domain", "choices": VIKR_DOMAINS, "required": True},
+        {
+            "name": "visual",
+            "type": "checklist",
+            "label": "Visual (V)",
+            "help": "Entity-agnostic: scene, appearance, text in the image; no names.",
+            "id_prefix": "V",
+            "min_items": 1,
+            "max_items": 4,
+            "required": True,
+        },
+        {
+            "name": "identity",
+            "type": "checklist",
+            "label": "Identity (I)",
+            "help": "Each entity and its source work, linked to the Visual item that shows it.",
+            "id_prefix": "I",
+            "min_items": 1,
+            "max_items": 4,
+            "link_to": "visual",
+            "link_required": True,
+            "required": True,
+        },
+        {
+            "name": "knowledge",
+            "type": "checklist",
+            "label": "Knowledge (K)",
+            "help": "Background facts and cultural codes the meme requires.",
+            "id_prefix": "K",
+            "min_items": 1,
+            "max_items": 4,
+            "required": True,
+        },
+        {
+            "name": "reasoning",
+            "type": "checklist",
+            "label": "Reasoning (R)",
+            "help": "Humour trigger, mechanism and core message.",
+            "id_prefix": "R",
+            "min_items": 1,
+            "max_items": 4,
+            "required": True,
+        },
+    ],
+}
+
+VIKR_QC_FLAGS = ["layer_separation", "checklist_consistency", "ambiguity", "image_quality", "safety"]
+#: MemeBench's construction as data (projects.workflow): a human reference explanation, its
+#: conversion by a configured LLM, and a QC review by someone who did not write it. The QC
+#: reviewer is an annotator of the stage's pool (``workers``, empty: every annotator) rather
+#: than the reviewer role: the stage reuses the claim queue, the item lock, drafts and the
+#: flag path, and annotators never see model identities (reviewers may), which is the rule
+#: the converted checklists need (they come from a model the lead chose).
+VIKR_WORKFLOW = [
+    {
+        "name": "reference",
+        "label": "Reference explanation",
+        "fields": ["explanation", "language", "domain"],
+        "annotators": 1,
+        "gold": "value",
+        "flags": ["image_quality", "safety"],
+        "candidates": False,
+        "instructions": "Explain the meme: visual content, who is who (and from which work), background, the joke.",
+    },
+    {
+        "name": "conversion",
+        "label": "Conversion into VIKR checklists (LLM)",
+        "fields": ["visual", "identity", "knowledge", "reasoning"],
+        "annotators": 1,
+        "gold": "value",
+        "model": {"provider": "", "source": "reference", "prompt": VIKR_CONVERSION_PROMPT, "checks": ["vikr"]},
+    },
+    {
+        "name": "qc",
+        "label": "Quality control",
+        "review": "conversion",
+        "annotators": 1,
+        "exclude_workers_of": ["reference"],
+        "show_stages": ["reference"],
+        "gold": "value",
+        "flags": VIKR_QC_FLAGS,
+        "instructions": "Accept the checklists, edit them, or remove the item with a reason.",
+    },
+]
+
 #: How a preset's benchmark is scored (metrics.evaluation), on top of each field type's own
 #: figures: ``binary`` names the positive class of a binary label (its F1 and recall);
 #: ``composites`` are record-level figures; ``order`` the leaderboard columns (the paper's
@@ -301,6 +469,18 @@ MEMECAP_EVALUATION = {
     "order": ["meme_caption.bleu4", "meme_caption.rouge_l", "meme_caption.token_f1"],
     "primary": "meme_caption.bleu4",
     "breakdowns": ["source_dataset", "language"],
+}
+
+# MemeBench section 3 and Appendix B: two LLM judges score every checklist item (an item passes
+# only when both pass it), a layer passes when all its items do, Success = all four layers
+# (the evaluation app gives this plan its meaning; the shared contract of issue 15).
+VIKR_EVALUATION = {
+    "kind": "checklist_judges",
+    "layers": [["V", "visual"], ["I", "identity"], ["K", "knowledge"], ["R", "reasoning"]],
+    "judges": 2,
+    "order": ["V", "I", "K", "R", "success", "success_3of4"],
+    "primary": "success",
+    "breakdowns": ["gold.language", "gold.domain"],
 }
 
 #: Skip reasons (Meme3W A.2 guideline 1: unclear or multi-category samples are excluded rather
@@ -364,6 +544,15 @@ PRESETS = {
         # Round 1 looks at the text-free variant, painted from the OCR boxes at import.
         "ocr_on_import": True,
         "evaluation": MEMECAP_EVALUATION,
+        "skip_reasons": GENERIC_SKIP_REASONS,
+    },
+    "vikr": {
+        "label": "MemeBench VIKR (reference explanation, LLM conversion into checklists, QC)",
+        "schema": VIKR_SCHEMA,
+        "guideline": VIKR_GUIDELINE,
+        "annotators_per_item": 1,
+        "workflow": VIKR_WORKFLOW,
+        "evaluation": VIKR_EVALUATION,
         "skip_reasons": GENERIC_SKIP_REASONS,
     },
     "custom": {

@@ -12,6 +12,18 @@ results become gold:
   later stage would otherwise build on values nobody has settled yet.
 - ``references``: nothing is adjudicated; every annotator's value is kept and exported as a
   list of references (MemeCap's captions, each with its pseudonymous annotator).
+- ``value``: the stage has one annotator, whose value becomes the gold value itself, not a
+  one-element list (MemeBench's reference explanation and its QC'd checklists).
+
+Two kinds of stage are not worked by annotators alone:
+
+- a *model* stage (``"model": {...}``) is run by a configured LLM, not a person: when an item
+  enters it, a conversion job (candidates.models.Conversion) sends the image and the values of
+  the stage's ``source`` stage with the stage's prompt, and the reply fills the stage's
+  fields (MemeBench section 3: the human explanation converted into the VIKR checklists).
+- a *review* stage (``"review": "<model stage>"``) is a human stage whose fields are those of
+  the model stage it reviews, pre-filled with the model's reply: the reviewer accepts, edits or
+  removes the item (flags); its values become gold.
 
 A project without a ``workflow`` has one stage: every field, ``annotators_per_item``
 annotators, adjudicated, candidates shown -- exactly the one-round behaviour of before.
@@ -27,7 +39,7 @@ from typing import Any
 from projects.fieldtypes import SchemaError
 from projects.schema import Schema
 
-GOLD_MODES = ("adjudicate", "references")
+GOLD_MODES = ("adjudicate", "references", "value")
 IMAGES = ("original", "textfree")
 #: Reasons an annotator may give for sending an item out of the dataset (MemeCap section 3.2:
 #: "memes that workers in each of the rounds marked as offensive, sexual, hateful, or
@@ -37,7 +49,20 @@ FLAG_REASONS = {
     "sexual": "Sexual content",
     "hateful": "Hateful",
     "uninterpretable": "Cannot be interpreted",
+    # MemeBench section 2, quality control: "targeted manual review of VIKR layer separation,
+    # checklist consistency, ambiguity, image quality, and safety" (247 of 1,500 removed).
+    "layer_separation": "Layers not separated (e.g. Visual names an entity)",
+    "checklist_consistency": "Checklists inconsistent with the explanation or each other",
+    "ambiguity": "Ambiguous: the meme has no single explainable meaning",
+    "image_quality": "Image quality too low",
+    "safety": "Safety: unsafe content",
 }
+#: Keys of a model stage's ``model`` object: ``provider`` names the project's provider that
+#: converts (empty: the project's only enabled provider), ``source`` the earlier stage whose
+#: values are sent, ``prompt`` the instructions, ``checks`` the automated checks on the reply.
+MODEL_KEYS = {"provider", "source", "prompt", "checks"}
+MODEL_CHECKS = ("vikr",)
+MAX_PROMPT = 20_000
 SPLIT_NAMES = ("train", "val", "test")
 MAX_STAGES = 8
 MAX_ANNOTATORS = 20
@@ -64,8 +89,14 @@ class StageSpec:
     flags: tuple[str, ...] = ()
     candidates: bool = True
     instructions: str = ""
+    #: A model stage: {"provider", "source" (stage index), "prompt", "checks"}; None for people.
+    model: dict | None = None
+    #: A review stage: the index of the model stage whose fields it reviews; None otherwise.
+    review: int | None = None
 
     def open_to(self, username: str) -> bool:
+        if self.model is not None:
+            return False  # run by a model: no person claims it
         return not self.workers or username in self.workers
 
     @property
@@ -128,9 +159,12 @@ class Workflow:
             raise SchemaError(f"field(s) {', '.join(missing)} belong to no stage")
         if len(stages) > 1 and any(s.gold == "adjudicate" for s in stages):
             raise SchemaError(
-                "a workflow of several stages keeps references in every stage (gold: references): "
-                "a later stage cannot build on values nobody has adjudicated yet"
+                "a workflow of several stages keeps references or values in every stage (gold: "
+                "references or value): a later stage cannot build on values nobody has adjudicated yet"
             )
+        for s in stages:
+            if s.model is not None and not any(r.review == s.index for r in stages):
+                raise SchemaError(f"stage {s.index + 1} ({s.name}): a model stage needs a later stage that reviews it")
         return cls(stages, schema, tuple(split_ratios), split_seed)
 
     # ------------------------------------------------------------ questions
@@ -150,7 +184,10 @@ class Workflow:
         return next(s for s in self.stages if name in s.fields)
 
     def reference_fields(self) -> list[str]:
-        return [n for s in self.stages if s.gold == "references" for n in s.fields]
+        return [n for s in self.stages if s.gold == "references" and s.model is None for n in s.fields]
+
+    def model_stages(self) -> list[StageSpec]:
+        return [s for s in self.stages if s.model is not None]
 
     def stage_schema(self, index: int) -> Schema:
         """The part of the schema a stage's annotators fill in (visible_if and links stay inside it)."""
@@ -218,14 +255,30 @@ def _stage(index: int, raw: Any, *, schema: Schema, names: dict[str, int], seen_
         "flags",
         "candidates",
         "instructions",
+        "model",
+        "review",
     }
     unknown = sorted(set(raw) - known)
     if unknown:
         raise SchemaError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    if "model" in raw and "review" in raw:
+        raise SchemaError(f"{where}: a stage is run by a model or reviews one, not both")
+    review = None
+    if "review" in raw:
+        target = raw["review"]
+        if not isinstance(target, str) or target not in names:
+            raise SchemaError(f"{where}: review names {target!r}, which is not an earlier stage")
+        review = names[target]
+        reviewed = [f for f, owner in seen_fields.items() if owner == target]
+        if raw.get("fields") not in (None, reviewed):
+            raise SchemaError(f"{where}: a review stage edits the fields of {target!r}: leave fields out")
+        raw = {**raw, "fields": reviewed}
     fields = raw.get("fields")
     if not isinstance(fields, list) or not fields or not all(isinstance(f, str) for f in fields):
         raise SchemaError(f"{where}: fields must list the schema fields the stage fills in")
     for f in fields:
+        if review is not None:
+            continue
         if f not in schema.by_name:
             raise SchemaError(f"{where}: {f!r} is not a field of the schema")
         if f in seen_fields:
@@ -274,6 +327,15 @@ def _stage(index: int, raw: Any, *, schema: Schema, names: dict[str, int], seen_
     instructions = raw.get("instructions", "")
     if not isinstance(label, str) or len(label) > 120 or not isinstance(instructions, str) or len(instructions) > 4000:
         raise SchemaError(f"{where}: label (<= 120 characters) and instructions (<= 4,000) must be text")
+    model = _model(raw.get("model"), where, names) if "model" in raw else None
+    if model is not None and index == 0:
+        raise SchemaError(f"{where}: a model stage converts an earlier stage's values: it cannot be the first")
+    if (model is not None or review is not None) and annotators != 1:
+        raise SchemaError(f"{where}: a model stage and its review have one annotator")
+    if gold == "value" and annotators != 1:
+        raise SchemaError(f"{where}: gold 'value' keeps one annotator's value: annotators must be 1")
+    if review is not None and gold != "value":
+        raise SchemaError(f"{where}: the reviewed values become gold: gold must be 'value'")
     return StageSpec(
         index=index,
         name=name,
@@ -288,9 +350,32 @@ def _stage(index: int, raw: Any, *, schema: Schema, names: dict[str, int], seen_
         show_stages=refs["show_stages"],
         gold=gold,
         flags=tuple(flags),
-        candidates=raw.get("candidates", index == 0),
+        candidates=raw.get("candidates", index == 0) and model is None and review is None,
         instructions=instructions,
+        model=model,
+        review=review,
     )
+
+
+def _model(value: Any, where: str, names: dict[str, int]) -> dict:
+    if not isinstance(value, dict):
+        raise SchemaError(f"{where}: model must be an object ({', '.join(sorted(MODEL_KEYS))})")
+    unknown = sorted(set(value) - MODEL_KEYS)
+    if unknown:
+        raise SchemaError(f"{where}: unknown key(s) of model: {', '.join(unknown)}")
+    provider = value.get("provider", "")
+    if not isinstance(provider, str) or len(provider) > 80:
+        raise SchemaError(f"{where}: model.provider is the name of one of the project's providers (or empty)")
+    source = value.get("source")
+    if source not in names:
+        raise SchemaError(f"{where}: model.source must name an earlier stage (whose values the model converts)")
+    prompt = value.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_PROMPT:
+        raise SchemaError(f"{where}: model.prompt is the instruction text (1 to {MAX_PROMPT:,} characters)")
+    checks = value.get("checks", [])
+    if not isinstance(checks, list) or any(c not in MODEL_CHECKS for c in checks):
+        raise SchemaError(f"{where}: model.checks must be among {', '.join(MODEL_CHECKS)}")
+    return {"provider": provider, "source": names[source], "prompt": prompt, "checks": tuple(checks)}
 
 
 def _count(value: Any, where: str) -> int:

@@ -10,6 +10,7 @@ urlpatterns = [
     path("p/<slug:slug>/setup/schema/export", views.schema_export, name="schema_export"),
     path("p/<slug:slug>/setup/members/", views.members_page, name="members_page"),
     path("p/<slug:slug>/setup/settings/", views.settings_page, name="settings_page"),
+    path("p/<slug:slug>/conversions/", views.conversions_page, name="conversions_page"),
     path("p/<slug:slug>/setup/settings/split-preview", views.settings_split_preview, name="settings_split_preview"),
     path("api/projects/<slug:slug>/schema/", apis.SchemaApi.as_view(), name="api_schema_edit"),
     path("api/projects/<slug:slug>/schema/check", apis.SchemaCheckApi.as_view(), name="api_schema_check"),

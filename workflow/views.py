@@ -16,6 +16,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation.models import Annotation
 from annotation.selectors import annotation_get_for_annotator, field_view
+from candidates.models import ConversionJob, Provider
+from candidates.services.conversion import conversion_job_ensure, conversions_retry_failed
 from core.errors import Invalid
 from core.views import caught_service_error, json_body, service_errors
 from projects.access import project_get_for_user
@@ -47,7 +49,7 @@ from projects.schema_io import (
     schema_problems,
 )
 from projects.services import AUTO_MERGE_RULES, skip_reasons_of, split_preview, threshold_keys
-from workflow.services import item_flag
+from workflow.services import conversion_provider_set, conversions_overview, item_flag
 from workflow.setup import member_progress, schema_change, schema_change_impact, study_settings_update
 
 _FIELD_KEY = re.compile(r"^field (\d+)")
@@ -541,4 +543,45 @@ def settings_split_preview(request, slug):
         request,
         "workflow/_split_preview.html",
         {"preview": _split_preview(project, ratios), "ratios_bad": _split_preview(project, ratios) is None},
+    )
+
+
+# ---------------------------------------------------------------- model stages (leads)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@service_errors
+def conversions_page(request, slug):
+    """A lead follows the model stages: counts per status, the items that failed with the
+    reason and a retry, the flags of converted items, and the provider that converts."""
+    project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
+    workflow = project.get_workflow()
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if action == "retry":
+            ids = [int(i) for i in request.POST.getlist("conversion") if i.isdigit()] or None
+            n = conversions_retry_failed(project=project, user=request.user, conversion_ids=ids)
+            messages.info(request, f"{n} conversion{'s' if n != 1 else ''} queued again.")
+        elif action == "provider":
+            conversion_provider_set(
+                project=project,
+                user=request.user,
+                stage_name=request.POST.get("stage", ""),
+                provider=request.POST.get("provider", ""),
+            )
+            messages.info(request, "The converting provider is saved; it is used from the next conversion on.")
+        elif action == "run":
+            conversion_job_ensure(project=project, user=request.user)
+            messages.info(request, "Pending conversions are running.")
+        return redirect("conversions_page", slug=project.slug)
+    return render(
+        request,
+        "workflow/conversions.html",
+        {
+            "project": project,
+            "stages": conversions_overview(project=project, workflow=workflow),
+            "providers": list(Provider.objects.filter(project=project).order_by("name")),
+            "job": ConversionJob.objects.filter(project=project).order_by("-created_at", "-id").first(),
+        },
     )

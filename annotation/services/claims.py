@@ -26,6 +26,8 @@ from annotation.models import (
     slot_held,
 )
 from annotation.selectors import session_count
+from candidates.models import Conversion
+from core.models import JobStatus
 from projects.models import Item, Project, Stage
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,7 @@ def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:
         kind=Kind.ANNOTATION,
         stage=stage.index,
         status=Status.DRAFT,
+        values=_review_start(item, stage),
         schema_version=project.schema_version,
         guideline_version=project.guideline_version,
     )
@@ -120,6 +123,19 @@ def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:
         expires_at=_expiry(project, now),
     )
     return annotation
+
+
+def _review_start(item: Item, stage) -> dict:
+    """A review stage starts from the model's conversion (projects.workflow "review"): the
+    reviewer accepts, edits or removes what the model wrote. Other stages start empty."""
+    if stage.review is None:
+        return {}
+    values = (
+        Conversion.objects.filter(item=item, stage=stage.review, status=JobStatus.DONE)
+        .values_list("values", flat=True)
+        .first()
+    )
+    return dict(values or {})
 
 
 def _reclaim_locked(*, annotation: Annotation, rows: list[tuple], now) -> bool:

@@ -118,6 +118,27 @@ def _para(text: str, missing: str) -> list[str]:
     return [text.strip() if text and text.strip() else f"_{missing}_", ""]
 
 
+def _construction_lines(c: dict | None) -> list[str]:
+    """Construction with a reviewed model stage (MemeBench: 1,500 candidates -> 1,253, 247
+    removed in QC): removals by reason and stage, reviewed items accepted or edited."""
+    if not c:
+        return []
+    lines = [
+        f"Construction: {c['items']} candidate items, {c['removed']} removed, {c['kept']} kept "
+        f"(released or still in progress). Of the reviewed items, {c['reviewed_accepted']} were accepted "
+        f"as converted by the model and {c['reviewed_edited']} edited by the reviewer.",
+        "",
+    ]
+    if c.get("reviewed_fields_edited"):
+        lines += ["Edited fields: " + ", ".join(f"{_md(k)} {n}" for k, n in c["reviewed_fields_edited"].items()), ""]
+    if c.get("removed_by_stage"):
+        lines += ["| stage | reason | items removed |", "|---|---|---|"]
+        for stage, reasons in c["removed_by_stage"].items():
+            lines += [f"| {_md(stage)} | {_md(reason)} | {n} |" for reason, n in reasons.items()]
+        lines += [""]
+    return lines
+
+
 def datasheet(*, manifest: dict, digests: dict, agreement: dict, audit: dict, plan: SplitPlan) -> str:
     """The card body: a datasheet (Gebru et al., "Datasheets for Datasets": motivation,
     composition, collection, preprocessing, uses, distribution, maintenance) filled from the
@@ -204,6 +225,7 @@ def datasheet(*, manifest: dict, digests: dict, agreement: dict, audit: dict, pl
         lines += ["Items taken out of the dataset before release, by reason:", "", "| reason | items |", "|---|---|"]
         lines += [f"| {_md(reason)} | {n} |" for reason, n in exclusions.items()]
         lines += [""]
+    lines += _construction_lines(manifest.get("construction"))
     lines += [
         "**Does the dataset contain data that might be offensive or upsetting?** Yes: "
         + (card.get("content_warning") or "memes collected to study harmful content.").strip(),

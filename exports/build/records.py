@@ -44,7 +44,7 @@ def _pseudonymize_provenance(provenance: dict, pseudonyms: dict, authors: dict |
 def _reference_authors(project: Project, pseudonyms: dict) -> dict[int, str]:
     """{annotation id: annotator pseudonym} when the workflow keeps references (else empty:
     nothing to map, nothing loaded)."""
-    if not project.get_workflow().reference_fields():
+    if all(s.gold == "adjudicate" for s in project.get_workflow().stages):
         return {}
     rows = Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED).values_list(
         "pk", "kind", "annotator_id"

@@ -25,6 +25,7 @@ from exports.build.ticker import Progress, _Ticker
 from exports.selectors import (
     SplitPlan,
     annotator_pseudonyms,
+    construction_counts,
     exclusions_by_reason,
     quality_reports_for_export,
     release_card_settings,
@@ -162,6 +163,8 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             "gold": {name: dict(sorted(c.items())) for name, c in rec["gold"].items()},
         },
         "exclusions_by_reason": exclusions_by_reason(project=project),
+        # Workflows that review a model's output (vikr): removals by reason and stage, accepted vs edited.
+        "construction": construction_counts(project=project),
         "near_duplicates": {
             **plan.pairs,
             "threshold": plan.threshold,

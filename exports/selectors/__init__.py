@@ -24,6 +24,7 @@ from exports.selectors.duplicates import (  # noqa: F401
 from exports.selectors.releases import (  # noqa: F401
     PRESET_TASKS,
     ReleaseFile,
+    construction_counts,
     exclusions_by_reason,
     export_job_get_for_project,
     export_jobs_for_project,

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand
 
 from annotation.models import Annotation
 from candidates.demo import demo_candidates_load
+from candidates.services import items_start_annotation
 from evaluation.demo import demo_leaderboard
 from exports.services import export_job_run, export_job_start, near_duplicates_detect
 from projects.demo import DEMO_PASSWORD_SUFFIX, DEMO_USERS, write_demo_source
@@ -13,6 +14,7 @@ from projects.imports import import_job_create, import_job_run
 from projects.models import Project
 from projects.services import membership_add, project_create
 from quality.demo import demo_audit, demo_simulate
+from workflow.demo import demo_vikr_load, demo_vikr_write
 
 SIMULATED = "demo-meme3w-simulated"
 
@@ -22,6 +24,8 @@ DEMO_PROJECTS = [
     # Same memes, already worked through by a simulated team (annotation, adjudication, blind
     # audit, release v1), so dashboards and the REST API have something to show at once.
     (SIMULATED, "Demo: Meme3W, simulated team", "meme3w", None),
+    # MemeBench's construction (explanations -> LLM checklists -> QC), half Chinese, a replay converter.
+    ("demo-vikr", "Demo: MemeBench VIKR", "vikr", 8),
 ]
 
 
@@ -53,10 +57,16 @@ class Command(BaseCommand):
                     membership_add(project=project, user=users[username], role=role)
             source = settings.VAR_DIR / "demo_source" / slug
             write_demo_source(source, limit=limit)
+            if preset == "vikr":
+                demo_vikr_write(source)
+                demo_vikr_load(project=project)
             job = import_job_run(
                 job=import_job_create(project=project, user=users["lead"], source_name="demo"), path=source
             )
-            demo_candidates_load(project=project, lead=users["lead"])  # replay "model-1/2/3": offline
+            if preset == "vikr":  # stage 1 has no candidates: its items go straight to annotation
+                items_start_annotation(project=project)
+            else:
+                demo_candidates_load(project=project, lead=users["lead"])  # replay "model-1/2/3": offline
             near_duplicates_detect(project=project)  # near-duplicate pairs for the review queue
             if slug == SIMULATED:
                 self._simulate(project, users, quiet=quiet)
