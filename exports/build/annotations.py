@@ -85,8 +85,7 @@ def _write_annotations(
         for rec in buffer:
             if rec["kind"] == "annotation" and compared and rec["submission_order"] <= slots:
                 rec["agreement_slot"] = rec["submission_order"]
-            out.write(rec)
-            per_split[rec["split"]].write(rec)
+            per_split[rec["split"]].write_line(out.write(rec))
 
     order: Counter = Counter()
     for item_id, annotator_id, kind, values, provenance, schema_version, guideline, spent, first, last in rows.iterator(
@@ -159,8 +158,7 @@ def _write_candidates(
                 "prompt_tokens": c["prompt_tokens"],
                 "completion_tokens": c["completion_tokens"],
             }
-            out.write(rec)
-            per_split[split].write(rec)
+            per_split[split].write_line(out.write(rec))
     summary = {f"{p} ({m})": n for (p, m), n in sorted(models.items())}
     digests = {"candidates.jsonl": out.close()}
     for split, writer in per_split.items():

@@ -232,8 +232,7 @@ def _write_records(
                 image=image,
                 authors=authors,
             )
-            jsonl.write(record)
-            per_split[split].write(record)
+            per_split[split].write_line(jsonl.write(record))
             for name, by_split in counts["references"].items():
                 kept = record["gold"].get(name)
                 by_split[split][len(kept) if isinstance(kept, list) else 0] += 1
