@@ -49,7 +49,7 @@ def test_lead_scores_two_models_with_two_replay_judges(page, browser_login, live
     subs = {s.model_name: s for s in Submission.objects.all()}
     first = page.locator("#board tbody tr").first
     expect(first.locator("th[scope=row]")).to_contain_text(VIKR_MODELS[0])  # ranked by Success
-    for model, sub in subs.items():
+    for sub in subs.values():
         row = page.locator(f"#board tbody tr[data-submission='{sub.pk}']")
         cells = row.locator("td.fig")
         figs = sub.scores["figures"]
