@@ -97,6 +97,10 @@ class CandidateRequest:
     item_id: int | None = None
     source_id: str = ""
     import_key: str = ""
+    #: A replay file's ``replay_key`` for this exact request, looked up before the item keys
+    #: (a judge's replay file answers several models' responses to one item). Never sent to
+    #: a network provider.
+    replay_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -321,8 +325,9 @@ class GeminiClient:
 class ReplayClient:
     """Replies someone already produced, from a JSONL file.
 
-    One object per line: ``{"source_id" | "item_id" | "import_key": ..., "reply": "<raw reply
-    text>" | {...}, "model": optional}``. Lines with a ``model`` key are used only by the
+    One object per line: ``{"replay_key" | "source_id" | "item_id" | "import_key": ..., "reply":
+    "<raw reply text>" | {...}, "model": optional}`` (``replay_key``: one request, e.g. a judge's
+    answer to one model's response, evaluation.judging.judge_replay_key). Lines with a ``model`` key are used only by the
     provider of that model name, so one file can hold several models' replies.
     """
 
@@ -354,7 +359,7 @@ class ReplayClient:
                 if not isinstance(row, dict) or "reply" not in row:
                     raise PermanentProviderError(f"replay file {path.name} line {lineno} has no reply")
                 model = row.get("model")
-                for field in ("source_id", "item_id", "import_key"):
+                for field in ("replay_key", "source_id", "item_id", "import_key"):
                     if row.get(field) not in (None, ""):
                         index[(model, field, str(row[field]))] = row
         with self._lock:
@@ -368,6 +373,7 @@ class ReplayClient:
         row = None
         for model in (self.config.model, None):
             for field, value in (
+                ("replay_key", request.replay_key),
                 ("item_id", request.item_id),
                 ("source_id", request.source_id),
                 ("import_key", request.import_key),

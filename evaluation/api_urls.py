@@ -23,4 +23,19 @@ urlpatterns = [
         apis.SubmissionApi.as_view(),
         name="api_evaluation",
     ),
+    path(
+        "projects/<slug:slug>/releases/<int:number>/evaluations/<int:submission_id>/judge/",
+        apis.JudgeApi.as_view(),
+        name="api_evaluation_judge",
+    ),
+    path(
+        "projects/<slug:slug>/releases/<int:number>/evaluations/<int:submission_id>/calibration/",
+        apis.CalibrationApi.as_view(),
+        name="api_evaluation_calibration",
+    ),
+    path(
+        "projects/<slug:slug>/releases/<int:number>/evaluations/<int:submission_id>/predictions.jsonl",
+        apis.JudgedPredictionsApi.as_view(),
+        name="api_evaluation_predictions",
+    ),
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -19,9 +20,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.apis import ErrorOutput
+from core.errors import Invalid
+from evaluation.calibration import calibration_create
+from evaluation.judge_runs import judge_run_start
+from evaluation.models import CalibrationSet
 from evaluation.selectors import (
+    LEADS,
     READERS,
     SUBMITTERS,
+    judged_predictions_lines,
     leaderboard,
     release_get_for_evaluation,
     release_splits,
@@ -84,6 +91,12 @@ class LeaderboardRowOutput(serializers.Serializer):
     figures = serializers.DictField(child=EvaluationFigureOutput())
 
 
+class JudgeBoardOutput(serializers.Serializer):
+    slot = serializers.IntegerField()
+    columns = serializers.ListField(child=serializers.DictField())
+    rows = serializers.ListField(child=serializers.DictField(), help_text="[{id, model_name, judge, cells}]")
+
+
 class LeaderboardOutput(serializers.Serializer):
     release = serializers.IntegerField()
     split = serializers.CharField()
@@ -92,6 +105,11 @@ class LeaderboardOutput(serializers.Serializer):
     sort = serializers.CharField()
     columns = serializers.ListField(child=serializers.DictField(), help_text="[{key, label}] in the paper's order")
     rows = LeaderboardRowOutput(many=True)
+    judged = serializers.BooleanField(help_text="True for a release scored by two LLM judges (VIKR).")
+    judge_boards = JudgeBoardOutput(many=True, help_text="Each judge's own figures (VIKR).")
+    judge_agreement = serializers.JSONField(
+        allow_null=True, help_text="Spearman's rho between the single-judge boards per figure (VIKR)."
+    )
 
 
 class SubmitInput(serializers.Serializer):
@@ -159,6 +177,9 @@ class EvaluationsApi(APIView):
                     "sort": board["sort"],
                     "columns": board["columns"],
                     "rows": _rows(board),
+                    "judged": board["judged"],
+                    "judge_boards": board["judge_boards"],
+                    "judge_agreement": board["judge_agreement"],
                 }
             ).data
         )
@@ -245,3 +266,102 @@ class CompareApi(APIView):
         a = submission_get(release=release, submission_id=request.query_params.get("a"))
         b = submission_get(release=release, submission_id=request.query_params.get("b"))
         return Response(CompareRowOutput(submission_compare(a, b), many=True).data)
+
+
+class JudgeInput(serializers.Serializer):
+    judge_1 = serializers.IntegerField(help_text="Provider id of judge 1.")
+    judge_2 = serializers.IntegerField(help_text="Provider id of judge 2 (another provider).")
+
+
+class JudgeRunOutput(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    status = serializers.CharField()
+    submission = serializers.IntegerField(source="submission_id")
+    judge_1 = serializers.IntegerField(source="judge_1_id")
+    judge_2 = serializers.IntegerField(source="judge_2_id")
+
+
+class JudgeApi(APIView):
+    @extend_schema(
+        request=JudgeInput,
+        responses={202: JudgeRunOutput, **REFUSALS, 409: ErrorOutput},
+        summary="Leads: two judge providers score a VIKR submission (a job; poll /jobs/judging/<id>/)",
+    )
+    def post(self, request, slug, number, submission_id):
+        project = project_get_for_user(user=request.user, slug=slug, roles=LEADS)
+        release = release_get_for_evaluation(project=project, number=number)
+        data = JudgeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = judge_run_start(
+            user=request.user,
+            submission=submission_get(release=release, submission_id=submission_id),
+            judge_1_id=data.validated_data["judge_1"],
+            judge_2_id=data.validated_data["judge_2"],
+        )
+        return Response(
+            {
+                "id": run.pk,
+                "status": run.status,
+                "submission": run.submission_id,
+                "judge_1": run.judge_1_id,
+                "judge_2": run.judge_2_id,
+            },
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+class CalibrationInput(serializers.Serializer):
+    file = serializers.FileField(help_text="CSV or JSONL human labels of two raters (evaluation.calibration).")
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=120)
+
+
+class CalibrationOutput(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    name = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    report = serializers.JSONField(help_text="Kappas on Success (vs rater 1 and consensus, human-human), rho.")
+
+
+class CalibrationApi(APIView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        responses={200: CalibrationOutput(many=True), **REFUSALS}, summary="Calibration sets of a submission"
+    )
+    def get(self, request, slug, number, submission_id):
+        project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
+        release = release_get_for_evaluation(project=project, number=number)
+        sub = submission_get(release=release, submission_id=submission_id)
+        return Response(CalibrationOutput(CalibrationSet.objects.filter(submission=sub), many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": CalibrationInput},
+        responses={201: CalibrationOutput, **REFUSALS},
+        summary="Leads: upload two raters' human labels; the report compares them with the judges",
+    )
+    def post(self, request, slug, number, submission_id):
+        project = project_get_for_user(user=request.user, slug=slug, roles=LEADS)
+        release = release_get_for_evaluation(project=project, number=number)
+        sub = submission_get(release=release, submission_id=submission_id)
+        data = CalibrationInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        upload = data.validated_data["file"]
+        if upload.size > 5 << 20:
+            raise Invalid("The file was refused: it is larger than 5 MB.", errors={"file": "too large"})
+        cal = calibration_create(
+            user=request.user, submission=sub, data=upload.read(), name=data.validated_data["name"]
+        )
+        return Response(CalibrationOutput(cal).data, status=status.HTTP_201_CREATED)
+
+
+class JudgedPredictionsApi(APIView):
+    @extend_schema(
+        responses={200: OpenApiResponse(OpenApiTypes.STR, description="JSONL"), **REFUSALS},
+        summary="A submission's scored predictions (VIKR: with the judges' decisions; evaluate.py reproduces)",
+    )
+    def get(self, request, slug, number, submission_id):
+        project = project_get_for_user(user=request.user, slug=slug, roles=READERS)
+        release = release_get_for_evaluation(project=project, number=number)
+        sub = submission_get(release=release, submission_id=submission_id)
+        body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in judged_predictions_lines(sub))
+        return HttpResponse(body.encode(), content_type="application/x-ndjson; charset=utf-8")

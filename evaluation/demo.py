@@ -1,15 +1,23 @@
 """Demo leaderboard: the simulated team's release gets an uploaded baseline predictions file
-and its three hidden candidate models (replayed "model-1/2/3") on the test split."""
+and its three hidden candidate models (replayed "model-1/2/3") on the test split; a VIKR
+release gets two submitted models scored by two replay judges (demo_vikr_leaderboard)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from evaluation.models import Submission
-from evaluation.selectors import release_gold
+from candidates.endpoints import replay_file_path
+from candidates.models import Provider, ProviderKind
+from candidates.services import provider_create
+from core.jobs import job_run
+from evaluation.judge_runs import judge_run_start, judge_run_work
+from evaluation.judging import judge_checklist, judge_replay_key
+from evaluation.models import JudgeRun, Submission
+from evaluation.selectors import release_gold, release_plan
 from evaluation.services import candidate_submissions_enter, submission_create
 from exports.models import Release
+from metrics import evaluation as ev
 from projects.demo import demo_truth
 
 
@@ -50,3 +58,120 @@ def demo_leaderboard(*, release: Release, user, folder: Path, split: str = "test
             )
         )
     return entered
+
+
+# ------------------------------------------------------------------------------------------
+# MemeBench VIKR: two submitted models scored by two replay judges
+# ------------------------------------------------------------------------------------------
+
+VIKR_JUDGES = ("Judge A (replay)", "Judge B (replay)")
+VIKR_MODELS = ("Thorough explainer", "Literal describer")
+VIKR_JUDGE_FILE = "vikr-judges.jsonl"
+
+
+def _vikr_explanation(model: str, k: int, gold: dict, plan: dict) -> str:
+    """The demo models' responses: the thorough one restates every checklist item but misses
+    the humour on every fourth meme; the literal one describes what is visible (and the
+    background on even memes), never naming anyone."""
+    checklist = judge_checklist(plan, gold)
+    texts = {letter: [t for _, t in entries] for letter, entries in checklist.layers}
+    if model == VIKR_MODELS[0]:
+        layers = ["V", "I", "K"] + ([] if k % 4 == 3 else ["R"])
+    else:
+        layers = ["V"] + (["K"] if k % 2 == 0 else [])
+    return "In this meme: " + " ".join(t.rstrip(".") + "." for x in layers for t in texts.get(x, []))
+
+
+def _vikr_decisions(judge: int, k: int, checklist, explanation: str) -> dict:
+    """Judge A passes an item whose text the response states; judge B is stricter on
+    Identity (it fails the Identity items of every third meme)."""
+    low = explanation.casefold()
+    out = {}
+    for letter, entries in checklist.layers:
+        for rid, text in entries:
+            ok = text.rstrip(".").casefold() in low
+            if judge == 1 and letter == "I" and k % 3 == 0:
+                ok = False
+            out[rid] = "pass" if ok else "fail"
+    return out
+
+
+def vikr_demo_material(*, release: Release, split: str) -> tuple[dict[str, list[dict]], list[dict]]:
+    """The demo models' explanation lines per model, and the two replay judges' replay lines
+    (one per judge and response, keyed by evaluation.judging.judge_replay_key)."""
+    plan = release_plan(release)
+    if plan.get("kind") != ev.CHECKLIST_JUDGES:
+        raise ValueError(f"release v{release.number} is not a VIKR release (its plan is not scored by judges)")
+    golds = release_gold(release, split).golds
+    rows_by_model: dict[str, list[dict]] = {}
+    replay_lines = []
+    for model in VIKR_MODELS:
+        rows = [
+            {"item_id": g["item_id"], "explanation": _vikr_explanation(model, k, g, plan)} for k, g in enumerate(golds)
+        ]
+        rows_by_model[model] = rows
+        for k, (g, row) in enumerate(zip(golds, rows)):
+            checklist = judge_checklist(plan, g)
+            for judge, name in enumerate(VIKR_JUDGES):
+                replay_lines.append(
+                    {
+                        "replay_key": judge_replay_key(str(g["item_id"]), row["explanation"]),
+                        "model": name,
+                        "reply": _vikr_decisions(judge, k, checklist, row["explanation"]),
+                    }
+                )
+    return rows_by_model, replay_lines
+
+
+def vikr_demo_judges(*, project, replay_lines: list[dict]) -> list[Provider]:
+    """The two replay judge providers of the demo, their replay file written (idempotent)."""
+    replay = replay_file_path(project.pk, VIKR_JUDGE_FILE)
+    replay.parent.mkdir(parents=True, exist_ok=True)
+    replay.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in replay_lines), encoding="utf-8")
+    judges = []
+    for name in VIKR_JUDGES:
+        provider = Provider.objects.filter(project=project, name=name).first() or provider_create(
+            project=project,
+            name=name,
+            kind=ProviderKind.REPLAY,
+            model=name,
+            replay_file=VIKR_JUDGE_FILE,
+            requests_per_minute=6000,
+            timeout_seconds=10,
+        )
+        judges.append(provider)
+    return judges
+
+
+def demo_vikr_leaderboard(*, release: Release, user, folder: Path, split: str = "test") -> list[Submission]:
+    """On a published VIKR release: submit two models' explanations, set up two replay judges
+    and score both submissions with them (in this process, no broker). Idempotent:
+    submissions are made once, a judged one is left alone, stored verdicts are reused.
+    Returns the two submissions, judged."""
+    rows_by_model, replay_lines = vikr_demo_material(release=release, split=split)
+    folder.mkdir(parents=True, exist_ok=True)
+    subs = []
+    for model, rows in rows_by_model.items():
+        sub = Submission.objects.filter(release=release, split=split, model_name=model).first()
+        if sub is None:
+            path = folder / f"vikr-{model.split()[0].lower()}-v{release.number}-{split}.jsonl"
+            path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+            with open(path, "rb") as fh:
+                sub = submission_create(
+                    user=user,
+                    release=release,
+                    split=split,
+                    model_name=model,
+                    description="Demo model (replayed explanations).",
+                    file=fh,
+                )
+        subs.append(sub)
+    judges = vikr_demo_judges(project=release.project, replay_lines=replay_lines)
+    for sub in subs:
+        if (sub.scores or {}).get("judging") == "done":
+            continue
+        run = judge_run_start(
+            user=user, submission=sub, judge_1_id=judges[0].pk, judge_2_id=judges[1].pk, enqueue=False
+        )
+        job_run(JudgeRun, run.pk, judge_run_work)
+    return list(Submission.objects.filter(pk__in=[s.pk for s in subs]).order_by("id"))

@@ -7,6 +7,14 @@
   CIs, ``report`` what the file held line by line.
 - ``ProviderRun``: a lead's request to run a configured candidate provider on a release split
   (core.jobs); it ends by writing a Submission.
+- ``JudgeRun`` / ``JudgeVerdict`` (MemeBench VIKR, a ``checklist_judges`` plan): two judge
+  providers decide pass/fail on every checklist item of every response; one verdict row per
+  (submission, judge, item, request digest), so a resumed or repeated run never pays twice.
+  A judged plan's submission is the one exception to immutability: it is written without
+  figures, and each judge run that finishes rewrites its predictions (now carrying the
+  judges' decisions, the file ``evaluate.py`` scores offline), report and scores in the same
+  transaction that ends the run. Nothing else updates it.
+- ``CalibrationSet``: human pass/fail labels of two raters on a subset of a judged submission.
 """
 
 from __future__ import annotations
@@ -90,3 +98,66 @@ class ProviderRun(Job):
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name = "provider evaluation run"
+
+
+class JudgeRun(Job):
+    """A lead has two judge providers score one submission's explanations (VIKR)."""
+
+    kind = "judging"
+    task_name = "evaluation.run_judges"
+    detail_template = "evaluation/_judge_run_detail.html"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="judge_runs")
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="judge_runs")
+    judge_1 = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="+", help_text="Judge in slot 1.")
+    judge_2 = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="+", help_text="Judge in slot 2.")
+    prompt_version = models.CharField(max_length=40)
+    counts = models.JSONField(
+        default=dict, help_text="Requests asked, verdicts reused, retries, undecided item decisions (counted as fail)."
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "judge run"
+
+
+class JudgeVerdict(models.Model):
+    """One judge's decisions on one response to one item, as asked (the raw replies are kept)."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="verdicts")
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="+")
+    item_id = models.CharField(max_length=40, help_text="Release item id.")
+    request_sha256 = models.CharField(max_length=64, help_text="Digest of the judge model, prompt, response and image.")
+    decisions = models.JSONField(
+        default=dict, help_text='{checklist item id: "pass" | "fail"} as read from the replies.'
+    )
+    undecided = models.JSONField(
+        default=list, help_text="Checklist item ids with no readable decision after every attempt (scored as fail)."
+    )
+    replies = models.JSONField(default=list, help_text="The raw reply texts, one per attempt.")
+    model_name = models.CharField(max_length=200, blank=True, help_text="Model name the endpoint reported.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["submission_id", "provider_id", "item_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["submission", "provider", "item_id", "request_sha256"], name="one_verdict_per_request"
+            )
+        ]
+
+
+class CalibrationSet(models.Model):
+    """Human pass/fail labels (two raters) on a subset of a judged submission's items."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="calibrations")
+    name = models.CharField(max_length=120, blank=True)
+    labels = models.JSONField(help_text='{item_id: {"1": {"layers": {V: 0|1, ...}}, "2": {...}}} per rater.')
+    report = models.JSONField(default=dict, help_text="Kappas with CIs, counts, the human reference used.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]

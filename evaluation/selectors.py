@@ -20,6 +20,7 @@ from evaluation.models import Source, Submission
 from exports.models import Release
 from exports.selectors import release_dir
 from metrics import evaluation as ev
+from metrics.checklist import leaderboard_spearman
 from projects.evaluation import evaluation_plan
 from projects.models import Project, Role
 
@@ -114,6 +115,18 @@ def submission_get(*, release: Release, submission_id) -> Submission:
         raise Http404("No such submission for this release") from None
 
 
+def judged_predictions_lines(submission: Submission) -> list[dict]:
+    """The stored predictions as a predictions file (a release header line first): for a VIKR
+    submission they carry the judges' decisions, so the release's evaluate.py reproduces the
+    figures from them."""
+    release = submission.release
+    header = {"concord_release": {"project": release.project.slug, "version": release.number}}
+    stored = predictions_unpack(submission)
+    rows = [{"item_id": int(k) if str(k).isdigit() else k, **v} for k, v in stored.items()]
+    rows.sort(key=lambda r: (str(type(r["item_id"])), r["item_id"]))
+    return [header, *rows]
+
+
 def submission_scored(submission: Submission) -> tuple[ev.Scored, dict]:
     """Re-score a stored submission (deterministic): per-item scores for paired comparisons
     and the worst items."""
@@ -130,14 +143,35 @@ def submission_scored(submission: Submission) -> tuple[ev.Scored, dict]:
 # ------------------------------------------------------------------------------------------
 
 
+def judge_slots(plan: dict) -> list[int]:
+    """The judge slots of a judged plan (VIKR: [1, 2]), else []."""
+    return list(range(1, int(plan.get("judges") or 2) + 1)) if plan.get("kind") == ev.CHECKLIST_JUDGES else []
+
+
+def _judge_figure(name: str, slots: list[int]) -> bool:
+    return any(name.startswith(f"judge{n}.") for n in slots)
+
+
 def leaderboard_columns(plan: dict, submissions: list[Submission]) -> list[dict]:
-    """The plan's columns first (the paper's table), then every other figure scored."""
+    """The plan's columns first (the paper's table), then every other figure scored (a judged
+    plan's single-judge figures have their own boards: judge_columns)."""
     seen: dict[str, str] = {}
+    slots = judge_slots(plan)
     for s in submissions:
         for name, fig in (s.scores.get("figures") or {}).items():
-            seen.setdefault(name, fig.get("label", name))
+            if not _judge_figure(name, slots):
+                seen.setdefault(name, fig.get("label", name))
     order = [n for n in plan.get("order", []) if n in seen] + sorted(n for n in seen if n not in plan.get("order", []))
     return [{"key": n, "label": _column_label(n, seen[n])} for n in order]
+
+
+def judge_columns(plan: dict, slot: int) -> list[dict]:
+    """One judge's own board: the plan's columns as that judge alone scores them."""
+    titles = {"success": "Success", "success_3of4": "3 of 4 layers"}
+    return [
+        {"key": f"judge{slot}.{name}", "label": titles.get(name) or f"{ev.LAYER_TITLES.get(name, name)} ({name})"}
+        for name in plan.get("order", [])
+    ]
 
 
 def _column_label(name: str, label: str) -> str:
@@ -172,6 +206,8 @@ def leaderboard(*, release: Release, split: str, sort: str | None = None, descen
                 "malformed": sum(((s.report or {}).get("malformed_fields") or {}).values()),
                 "cells": [figures.get(c["key"]) or {"value": None, "n": 0, "ci": None} for c in columns],
                 "figures": figures,
+                "judging": s.scores.get("judging"),
+                "judges": s.scores.get("judges") or [],
             }
         )
 
@@ -187,8 +223,31 @@ def leaderboard(*, release: Release, split: str, sort: str | None = None, descen
         present = [r for r in rows if key(r)[0] is False]
         absent = [r for r in rows if key(r)[0] is True]
         rows = present[::-1] + absent
+    slots = judge_slots(plan)
+    judge_boards = []
+    for slot in slots:
+        cols = judge_columns(plan, slot)
+        judge_boards.append(
+            {
+                "slot": slot,
+                "columns": cols,
+                "rows": [
+                    {
+                        "id": r["id"],
+                        "model_name": r["model_name"],
+                        "judge": next((j for j in r["judges"] if j.get("slot") == slot), None),
+                        "cells": [r["figures"].get(c["key"]) or {"value": None, "n": 0, "ci": None} for c in cols],
+                    }
+                    for r in rows
+                    if r["judging"] == "done"
+                ],
+            }
+        )
     return {
         "plan": plan,
+        "judged": bool(slots),
+        "judge_boards": judge_boards,
+        "judge_agreement": single_judge_spearman(rows, plan) if slots else None,
         "columns": columns,
         "rows": rows,
         "sort": sort,
@@ -196,6 +255,20 @@ def leaderboard(*, release: Release, split: str, sort: str | None = None, descen
         "primary": plan.get("primary"),
         "n_items": len(release_gold(release, split).golds),
     }
+
+
+def single_judge_spearman(rows: list[dict], plan: dict) -> dict:
+    """Spearman's rho between the two single-judge leaderboards over the judged submissions,
+    per figure of the plan (paper: rho = 0.99 on Success over 26 models); the point values
+    (their bootstrap CIs are on the calibration page, judges_report)."""
+    done = [r for r in rows if r["judging"] == "done"]
+    out = {"n_submissions": len(done), "figures": {}}
+    for name in plan.get("order", []):
+        a = {r["id"]: r["figures"].get(f"judge1.{name}", {}).get("value") for r in done}
+        b = {r["id"]: r["figures"].get(f"judge2.{name}", {}).get("value") for r in done}
+        a = {k: v for k, v in a.items() if v is not None and b.get(k) is not None}
+        out["figures"][name] = leaderboard_spearman(a, {k: b[k] for k in a})
+    return out
 
 
 def submission_compare(a: Submission, b: Submission) -> list[dict]:

@@ -25,6 +25,7 @@ from candidates.providers import (
 from core.errors import Busy, Invalid, NotFound
 from core.jobs import JobFailed, Progress, job_enqueue, job_finish
 from core.models import ACTIVE
+from evaluation.judging import EXPLAIN_PROMPT_VERSION, EXPLAIN_SYSTEM, EXPLAIN_USER, explanation_from_reply
 from evaluation.models import ProviderRun, Source, Submission
 from evaluation.selectors import (
     predictions_pack,
@@ -89,11 +90,17 @@ def _reply_lines(lines: Iterable[bytes], *, schema: Schema, index: ev.GoldIndex)
 
 
 def _read_and_score(*, release: Release, split: str, lines: Iterable[bytes], fmt: str) -> tuple[dict, dict, dict]:
-    """(matched predictions {item_id: fields}, report, summary) or Invalid with the reason."""
+    """(matched predictions {item_id: fields}, report, summary) or Invalid with the reason.
+
+    A judged plan (VIKR) is read but not scored here: its figures come from the judge run
+    (summary without figures, ``judging: pending``). Decisions in an uploaded file are
+    dropped: only the project's judges decide."""
     if fmt not in FORMATS:
         raise Invalid(f"format must be one of {', '.join(FORMATS)}", errors={"format": "unknown format"})
     plan = release_plan(release)
     index = release_gold(release, split)
+    if plan.get("kind") == ev.CHECKLIST_JUDGES:
+        return _read_explanations(plan=plan, index=index, lines=lines, fmt=fmt)
     if fmt == "replies":
         lines = _reply_lines(
             lines, schema=Schema(release.manifest.get("schema") or release.project.schema), index=index
@@ -106,6 +113,27 @@ def _read_and_score(*, release: Release, split: str, lines: Iterable[bytes], fmt
     summary = ev.summarize(scored, breakdowns=plan.get("breakdowns", []))
     matched = {str(g["item_id"]): p for g, p in zip(index.golds, reading.predictions) if p is not None}
     return matched, report, summary
+
+
+def _read_explanations(*, plan: dict, index: ev.GoldIndex, lines: Iterable[bytes], fmt: str):
+    if fmt != "jsonl":
+        raise Invalid(
+            'A VIKR release takes explanations: JSONL lines {"item_id", "explanation"}.', errors={"format": "use jsonl"}
+        )
+    explain_plan = {**plan, "fields": [f for f in plan["fields"] if f["name"] == "explanation"]}
+    reading = ev.read_predictions(lines, plan=explain_plan, index=index)
+    report = reading.report()
+    if reading.refused:
+        raise Invalid(f"The file was refused: {reading.refused}", errors={"file": reading.refused}, code="refused")
+    matched = {str(g["item_id"]): p for g, p in zip(index.golds, reading.predictions) if p is not None}
+    report["counts"]["empty_explanations"] = sum(
+        1 for p in matched.values() if ev.clean_value({"kind": "explanation"}, p.get("explanation")) is None
+    )
+    return matched, report, judging_pending_summary(index)
+
+
+def judging_pending_summary(index: ev.GoldIndex) -> dict:
+    return {"figures": {}, "breakdowns": {}, "judging": "pending", "n_items": len(index.golds)}
 
 
 def _create(*, release, split, model_name, description, url, source, provider, user, matched, report, summary):
@@ -197,6 +225,8 @@ def candidate_submissions_enter(*, release: Release, split: str) -> list[Submiss
     (unique constraint), from its newest candidate per item of the split. An item without a
     candidate is missing (wrong); a reply without JSON makes every field malformed (Meme3W B.1).
     """
+    if release_plan(release).get("kind") == ev.CHECKLIST_JUDGES:
+        return []  # VIKR candidates are checklist conversions of the reference, not explanations
     index = release_gold(release, split)
     item_ids = [int(g["item_id"]) for g in index.golds if str(g.get("item_id", "")).isdigit()]
     existing = set(
@@ -278,11 +308,17 @@ def provider_run_work(run: ProviderRun, progress: Progress) -> None:
     index = release_gold(release, run.split)
     manifest = release.manifest or {}
     schema_data = manifest.get("schema") or release.project.schema
-    prompt = build_prompt(
-        preset=(manifest.get("project") or {}).get("preset") or release.project.preset,
-        schema_data=schema_data,
-        guideline=release.project.guideline,
-    )
+    judged = release_plan(release).get("kind") == ev.CHECKLIST_JUDGES
+    if judged:
+        # MemeBench closed-book protocol: the image only, the standard prompt, no item text.
+        system, version = EXPLAIN_SYSTEM, EXPLAIN_PROMPT_VERSION
+    else:
+        prompt = build_prompt(
+            preset=(manifest.get("project") or {}).get("preset") or release.project.preset,
+            schema_data=schema_data,
+            guideline=release.project.guideline,
+        )
+        system, version = prompt.system, prompt.version
     client = client_for(ProviderConfig.from_provider(run.provider))
     replies = dict(run.replies or {})
     items = {i.pk: i for i in Item.objects.filter(project=release.project, pk__in=[g["item_id"] for g in index.golds])}
@@ -297,8 +333,8 @@ def provider_run_work(run: ProviderRun, progress: Progress) -> None:
         try:
             reply = client.generate(
                 CandidateRequest(
-                    system=prompt.system,
-                    user=prompt.user_text(item_text=item.text, title=item.title),
+                    system=system,
+                    user=EXPLAIN_USER if judged else prompt.user_text(item_text=item.text, title=item.title),
                     image=image_path(item.image).read_bytes(),
                     image_mime="image/" + item.image.rsplit(".", 1)[-1].lower().replace("jpg", "jpeg"),
                     item_id=item.pk,
@@ -313,17 +349,26 @@ def provider_run_work(run: ProviderRun, progress: Progress) -> None:
             failures += 1  # no reply: the item is missing (wrong), and counted
         progress(n, total, replies=replies)
     progress(total, total, phase="scoring", force=True, replies=replies)
-    lines = [json.dumps({"item_id": int(k), "reply": v}).encode() + b"\n" for k, v in replies.items()]
+    if judged:
+        lines = [
+            json.dumps({"item_id": int(k), "explanation": explanation_from_reply(v)}, ensure_ascii=False).encode()
+            + b"\n"
+            for k, v in replies.items()
+        ]
+    else:
+        lines = [json.dumps({"item_id": int(k), "reply": v}).encode() + b"\n" for k, v in replies.items()]
     if not lines:
         raise JobFailed("the provider answered no item")
-    matched, report, summary = _read_and_score(release=release, split=run.split, lines=lines, fmt="replies")
+    matched, report, summary = _read_and_score(
+        release=release, split=run.split, lines=lines, fmt="jsonl" if judged else "replies"
+    )
     report["counts"]["provider_failures"] = failures
     with transaction.atomic():
         submission = _create(
             release=release,
             split=run.split,
             model_name=f"{run.provider.name} ({run.provider.model})",
-            description=f"Provider run #{run.pk} with the release's prompt ({prompt.version}).",
+            description=f"Provider run #{run.pk} with the release's prompt ({version}).",
             url="",
             source=Source.PROVIDER,
             provider=run.provider,

@@ -38,6 +38,7 @@ import numpy as np
 from scipy import stats
 
 from metrics.agreement import cohen_kappa
+from metrics.bootstrap import percentile_interval, resample_indices
 from metrics.resample import DEFAULT_RESAMPLES, Estimate, bootstrap_figures, mean_contributions
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "vikr_summary",
     "success_kappas",
     "leaderboard_spearman",
+    "leaderboard_spearman_ci",
 ]
 
 LAYERS: tuple[str, ...] = ("V", "I", "K", "R")
@@ -185,3 +187,30 @@ def leaderboard_spearman(board_a: Mapping[Hashable, float], board_b: Mapping[Has
         return None
     rho = stats.spearmanr(a, b).statistic
     return float(rho)
+
+
+def leaderboard_spearman_ci(
+    per_item_a: np.ndarray, per_item_b: np.ndarray, *, n: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = 0.95
+) -> tuple[float, float] | None:
+    """Percentile bootstrap CI of Spearman's rho between two leaderboards, resampling items.
+
+    ``per_item_a[s, i]``: submission s's score on item i under board A (e.g. judge 1's Success
+    0/1), ``per_item_b`` the same under board B, on the same items. Each resample draws the
+    items (``metrics.bootstrap.resample_indices``), takes every submission's mean on both
+    boards and their Spearman rho (:func:`leaderboard_spearman`); resamples where rho is
+    undefined (a constant board) are dropped. None with fewer than two submissions or when no
+    resample defines rho.
+    """
+    a = np.asarray(per_item_a, dtype=np.float64)
+    b = np.asarray(per_item_b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError("both boards need the same (submissions, items) shape")
+    if a.shape[0] < 2 or a.shape[1] == 0:
+        return None
+    rhos = []
+    for idx in resample_indices(a.shape[1], n=n, seed=seed):
+        ma, mb = a[:, idx].mean(axis=1), b[:, idx].mean(axis=1)
+        rho = leaderboard_spearman(dict(enumerate(ma)), dict(enumerate(mb)))
+        if rho is not None and np.isfinite(rho):
+            rhos.append(rho)
+    return percentile_interval(rhos, level) if rhos else None

@@ -29,6 +29,18 @@ predictions"):
 * each field is scored over the items where its gold ``visible_if`` condition holds (Meme3W:
   target fields and JRA over gold-harmful items; labels over all items).
 
+A plan of ``"kind": "checklist_judges"`` (MemeBench VIKR, seeds/memebench-vikr.txt) scores a
+model's free-text ``explanation`` through the decisions of LLM judges stored next to it in each
+line: ``{"item_id": ..., "explanation": "...", "judgements": [{"V1": "pass", "I1": "fail", ...},
+{...}]}`` (one object per judge, in slot order, mapping every checklist item id of the item's
+gold to ``"pass"`` / ``"fail"``; ``null`` or a left-out id = no decision = fail). The rules: an
+item passes only when every judge of the plan (``"judges": 2``) passes it; a layer scores 1 only
+when all its items pass; Success = all layers; the three-of-four variant = at least three
+layers; each judge alone gives the same figures under ``judge1.*``, ``judge2.*``. A missing line
+or a malformed ``judgements`` value fails every layer of the item. Concord's leaderboard writes
+these lines itself (a submission's judged predictions, downloadable), so its figures are
+recomputed offline by this file from them.
+
 Every figure comes with ``n`` (items it averages over) and a percentile bootstrap 95% CI
 (``RESAMPLES`` resamples of items, seed ``SEED``); two submissions compare by a paired bootstrap
 (``PAIRED_RESAMPLES``, the paper's Table 15: 10,000).
@@ -84,6 +96,11 @@ sacrebleu and rouge-score):
 
 `evaluation.json` says what is scored; a missing prediction and a malformed field count as
 wrong; every figure is printed with its bootstrap 95% CI and n.
+
+When `evaluation.json` says `"kind": "checklist_judges"` (MemeBench VIKR) a line holds the
+model's `explanation` and the LLM judges' decisions per checklist item, `"judgements":
+[{"V1": "pass", ...}, {...}]`: the leaderboard's judged predictions of a submission (download
+them from its page) reproduce its V, I, K, R, Success and three-of-four figures here.
 """
 
 # ---------------------------------------------------------------------------------- text
@@ -338,6 +355,8 @@ _CLEAN: dict[str, Callable[[dict, Any], Any]] = {
     "textlist": _clean_textlist,
     "pairlist": _clean_pairlist,
     "boxes": _clean_boxes,
+    "explanation": lambda spec, v: _text_or_none(v),
+    "judgements": lambda spec, v: _clean_judgements(spec, v),
 }
 
 
@@ -386,6 +405,140 @@ def _absent_of(spec: dict) -> Any:
 
 def _is_absent(value: Any) -> bool:
     return value is None or value == [] or value == frozenset()
+
+
+# ---------------------------------------------------------------------------------- judges
+# MemeBench VIKR: checklists from gold, verdicts of the judges (metrics.checklist states the
+# same rules over booleans; metrics/tests/test_evaluation.py checks the two agree).
+
+CHECKLIST_JUDGES = "checklist_judges"
+LAYER_TITLES = {"V": "Visual", "I": "Identity", "K": "Knowledge", "R": "Reasoning"}
+PASS, FAIL = "pass", "fail"
+_PASS_WORDS = frozenset({"pass", "passed", "yes", "true", "1", "satisfied", "met"})
+_FAIL_WORDS = frozenset({"fail", "failed", "no", "false", "0", "not satisfied", "unsatisfied", "not met"})
+
+
+def checklist_items(value: Any) -> list[dict]:
+    """A gold checklist as ``[{id, text, link?}]``: a checklist value, or a list of references
+    (a staged workflow's kept values: the last one is the final checklist). Entries without a
+    text id are dropped, a repeated id is kept once."""
+    if isinstance(value, list) and value and all(isinstance(v, list) for v in value):
+        value = value[-1]
+    if not isinstance(value, list):
+        return []
+    out, seen = [], set()
+    for entry in value:
+        if not isinstance(entry, dict):
+            continue
+        rid = entry.get("id")
+        if not isinstance(rid, str) or not rid.strip() or rid in seen:
+            continue
+        seen.add(rid)
+        out.append(entry)
+    return out
+
+
+def verdict(value: Any) -> bool | None:
+    """A judge's decision on one checklist item: True (pass), False (fail), None (no decision,
+    which scores as fail)."""
+    if value is True or value is False:
+        return bool(value)
+    if isinstance(value, str):
+        v = " ".join(value.strip().strip(".!").casefold().split())
+        if v in _PASS_WORDS:
+            return True
+        if v in _FAIL_WORDS:
+            return False
+    return None
+
+
+def _clean_judgements(spec: dict, value: Any) -> Any:
+    if value is None:
+        return None
+    judges = int(spec.get("judges") or 2)
+    if not isinstance(value, list) or len(value) > judges:
+        return _Invalid(f"judgements must be a list of at most {judges} objects {{item id: pass|fail}}")
+    out = []
+    for decisions in value:
+        if decisions is None:
+            out.append({})
+            continue
+        if not isinstance(decisions, dict) or len(decisions) > MAX_LIST:
+            return _Invalid("each judge's judgements must be an object {item id: pass|fail}")
+        out.append({str(k): verdict(v) for k, v in decisions.items()})
+    return tuple(out)
+
+
+def judged_layers(plan: dict, golds: list[dict], predictions: list[dict | None]) -> tuple[np.ndarray, np.ndarray]:
+    """``(passes, valid)``: ``passes[j, i, l]`` is True when judge j passed every checklist item
+    of layer l of gold item i (the intersection over judges is ``passes.all(axis=0)``);
+    ``valid[i]`` when every layer of item i's gold has at least one item (VIKR has 1-4)."""
+    layers = plan["layers"]
+    k = int(plan.get("judges") or 2)
+    spec = {"kind": "judgements", "judges": k}
+    ids = [[[e["id"] for e in checklist_items((g.get("gold") or {}).get(field))] for _, field in layers] for g in golds]
+    valid = np.array([all(layer_ids for layer_ids in row) for row in ids], dtype=bool)
+    passes = np.zeros((k, len(golds), len(layers)), dtype=bool)
+    for i, pred in enumerate(predictions):
+        if pred is None or not valid[i]:
+            continue
+        got = clean_value(spec, pred.get("judgements"))
+        if got is None or isinstance(got, _Invalid):
+            continue
+        for j, decisions in enumerate(got):
+            for li, layer_ids in enumerate(ids[i]):
+                passes[j, i, li] = all(decisions.get(rid) is True for rid in layer_ids)
+    return passes, valid
+
+
+def _score_checklist_judges(plan: dict, golds: list[dict], predictions: list[dict | None]) -> Scored:
+    passes, valid = judged_layers(plan, golds, predictions)
+    letters = [letter for letter, _ in plan["layers"]]
+    need = max(1, len(letters) - 1)
+
+    def board(layer_pass: np.ndarray, prefix: str, who: str) -> list[Figure]:
+        figs = [
+            Figure(
+                f"{prefix}{letter}",
+                f"{LAYER_TITLES.get(letter, letter)} ({letter}){who}",
+                valid,
+                values=layer_pass[:, li].astype(np.float64),
+            )
+            for li, letter in enumerate(letters)
+        ]
+        count = layer_pass.sum(axis=1)
+        figs.append(
+            Figure(f"{prefix}success", f"Success{who}", valid, values=(count == len(letters)).astype(np.float64))
+        )
+        figs.append(
+            Figure(
+                f"{prefix}success_3of4",
+                f"{need} of {len(letters)} layers{who}",
+                valid,
+                values=(count >= need).astype(np.float64),
+            )
+        )
+        return figs
+
+    figures = board(passes.all(axis=0), "", "")
+    for j in range(passes.shape[0]):
+        figures.extend(board(passes[j], f"judge{j + 1}.", f", judge {j + 1} alone"))
+    missing = np.array([p is None for p in predictions], dtype=bool)
+    spec = {"kind": "judgements", "judges": passes.shape[0]}
+    malformed = {
+        "explanation": np.array(
+            [
+                p is not None and isinstance(clean_value({"kind": "explanation"}, p.get("explanation")), _Invalid)
+                for p in predictions
+            ],
+            dtype=bool,
+        ),
+        "judgements": np.array(
+            [p is not None and isinstance(clean_value(spec, p.get("judgements")), _Invalid) for p in predictions],
+            dtype=bool,
+        ),
+    }
+    return Scored(figures, [g.get("item_id") for g in golds], golds, missing, malformed)
 
 
 # ---------------------------------------------------------------------------------- figures
@@ -654,6 +807,8 @@ def score(plan: dict, golds: list[dict], predictions: list[dict | None], *, lexi
     """
     if len(predictions) != len(golds):
         raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold records")
+    if plan.get("kind") == CHECKLIST_JUDGES:
+        return _score_checklist_judges(plan, golds, predictions)
     lex = normalize_lexicon(lexicon)
     gold_values = [g.get("gold") or {} for g in golds]
     gold_by_field = {}
@@ -842,6 +997,8 @@ def _group_key(gold: dict, dim: str) -> str | None:
         value = (gold.get("gold") or {}).get(dim[5:])
     else:
         value = gold.get(dim)
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+        value = value[0]  # a staged workflow's one kept reference (VIKR language, domain)
     if value is None or value == "" or isinstance(value, (list, dict)):
         return None
     return str(value)

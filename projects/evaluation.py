@@ -9,7 +9,7 @@ gets every field type's figures and no composite. The release build writes the p
 
 from __future__ import annotations
 
-from metrics.evaluation import PLAN_FORMAT, PLAN_VERSION
+from metrics.evaluation import CHECKLIST_JUDGES, PLAN_FORMAT, PLAN_VERSION
 from projects.fieldtypes import REGISTRY
 from projects.presets import PRESETS
 
@@ -24,6 +24,8 @@ def evaluation_plan(
     optional header so a file for another release is refused.
     """
     conf = PRESETS.get(preset, {}).get("evaluation", {})
+    if conf.get("kind") == CHECKLIST_JUDGES:
+        return _checklist_judges_plan(schema=schema, preset=preset, conf=conf, release=release)
     binary = conf.get("binary", {})
     refs = set(reference_fields)
     fields = []
@@ -57,3 +59,33 @@ def evaluation_plan(
 
 def _dimension_ok(dim: str, names: set[str]) -> bool:
     return not dim.startswith("gold.") or dim[5:] in names
+
+
+def _checklist_judges_plan(*, schema: dict, preset: str, conf: dict, release: dict | None) -> dict:
+    """MemeBench VIKR: a prediction is a free-text explanation, scored by LLM judges against
+    the gold checklists of the plan's layers (``[letter, checklist field]``, the fields the
+    schema holds as checklists). The reference explanation, language and domain are not
+    scored (metadata: breakdowns only)."""
+    types = {f["name"]: f["type"] for f in schema.get("fields", [])}
+    layers = [[letter, name] for letter, name in conf.get("layers", []) if types.get(name) == "checklist"]
+    judges = int(conf.get("judges") or 2)
+    plan = {
+        "format": PLAN_FORMAT,
+        "version": PLAN_VERSION,
+        "kind": CHECKLIST_JUDGES,
+        "schema_version": schema.get("version"),
+        "preset": preset,
+        "layers": layers,
+        "judges": judges,
+        "fields": [
+            {"name": "explanation", "kind": "explanation", "label": "Explanation"},
+            {"name": "judgements", "kind": "judgements", "label": "Judges' decisions", "judges": judges},
+        ],
+        "composites": [],
+        "order": list(conf.get("order", [])),
+        "primary": conf.get("primary"),
+        "breakdowns": [d for d in conf.get("breakdowns", []) if not d.startswith("gold.") or d[5:] in types],
+    }
+    if release:
+        plan["release"] = dict(release)
+    return plan

@@ -19,6 +19,8 @@ plan is used up every request answers ``default`` ("ok"). Behaviours:
 - ``bad_boxes``: 0-1 float boxes and out-of-range boxes next to one valid box.
 - ``body:TEXT``: reply content TEXT verbatim.
 - ``badbody``: HTTP 200 whose body is not JSON at all.
+
+``reply_by_model`` (optional) gives one model its own ``reply_for`` (two judges that differ).
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ class FakeLLM:
     latency: float = 0.0
     default: str = "ok"
     reply_for: Callable[[str], dict] = meme3w_reply
+    reply_by_model: dict[str, Callable[[str], dict]] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list)
     plans: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
@@ -199,7 +202,7 @@ class FakeLLM:
             headers = {"Retry-After": arg} if name == "429" and arg else {}
             h._send(status, _error(kind, status), headers)
             return
-        content = self._content(name, arg, item_text_of(user_text))
+        content = self._content(name, arg, item_text_of(user_text), model)
         if content is None:
             h._send(500, _error(kind, 500))
             return
@@ -224,8 +227,8 @@ class FakeLLM:
             }
         h._send(200, payload)
 
-    def _content(self, name: str, arg: str, text: str) -> str | None:
-        reply = self.reply_for(text)
+    def _content(self, name: str, arg: str, text: str, model: str = "") -> str | None:
+        reply = self.reply_by_model.get(model, self.reply_for)(text)
         if name == "ok":
             return json.dumps(reply)
         if name == "fenced":

@@ -34,3 +34,34 @@ def upload(data: bytes, name: str = "preds.jsonl"):
     f = io.BytesIO(data)
     f.name = name
     return f
+
+
+@pytest.fixture
+def vikr_preset(monkeypatch):
+    """Registers the one-stage VIKR test preset for the test (evaluation.tests.vikr)."""
+    from evaluation.tests.vikr import TEST_PRESET, test_preset
+    from projects.presets import PRESETS
+
+    monkeypatch.setitem(PRESETS, TEST_PRESET, test_preset())
+    return TEST_PRESET
+
+
+@pytest.fixture
+def vikr_project(vikr_preset, lead, annotator_a, annotator_b, researcher, reviewer):
+    from evaluation.tests.vikr import vikr_project as make
+
+    return make(
+        slug="vk",
+        lead=lead,
+        annotators=[annotator_a, annotator_b],
+        researchers=[researcher],
+        others={"reviewer": [reviewer]},
+    )
+
+
+@pytest.fixture
+def vikr_release(vikr_project, lead, annotator_a, annotator_b, tmp_path):
+    """A published VIKR release of 12 gold items (one-stage test preset)."""
+    from evaluation.tests.vikr import vikr_release as make
+
+    return make(project=vikr_project, lead=lead, annotators=[annotator_a, annotator_b], folder=tmp_path / "vsrc")
