@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from annotation.models import Annotation
 from exports.build.records import split_file
@@ -20,6 +22,7 @@ from exports.selectors import (
 from exports.splitting import SPLITS
 from exports.writers import (
     JsonlWriter,
+    json_loads,
     records_arrow_schema,
 )
 from projects.models import Project
@@ -35,7 +38,9 @@ def _released_rank(plan: SplitPlan) -> Callable[[int], int]:
 
 
 def _iso(ts) -> str | None:
-    return ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if ts is not None else None
+    """``ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ")``, from isoformat (~4x faster; same text: the
+    first 26 characters of isoformat with microseconds are exactly those fields)."""
+    return ts.isoformat(timespec="microseconds")[:26] + "Z" if ts is not None else None
 
 
 def _write_annotations(
@@ -62,12 +67,14 @@ def _write_annotations(
     rows = (
         Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED)
         .order_by("item_id", "kind", "first_submitted_at", "id")
+        # JSON as text, decoded by orjson (Django's JSONField decodes with the stdlib).
+        .annotate(values_text=Cast("values", TextField()), provenance_text=Cast("provenance", TextField()))
         .values_list(
             "item_id",
             "annotator_id",
             "kind",
-            "values",
-            "provenance",
+            "values_text",
+            "provenance_text",
             "schema_version",
             "guideline_version",
             "time_spent_ms",
@@ -111,8 +118,8 @@ def _write_annotations(
                 "agreement_slot": None,
                 "submitted_at": _iso(first or last),
                 "last_submitted_at": _iso(last or first),
-                "values": values or {},
-                "provenance": provenance or {},
+                "values": (json_loads(values) if values else None) or {},
+                "provenance": (json_loads(provenance) if provenance else None) or {},
                 "schema_version": schema_version,
                 # The guideline version the annotation was last saved under (guideline.md is the
                 # current text; null: saved before guidelines were versioned).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from django.db.models import Q
@@ -96,19 +97,26 @@ class SplitPlan:
         """Splits with fewer items than the ratios ask for (exports.splitting.split_shortfalls)."""
         return split_shortfalls(sizes=self.sizes, ratios=self.ratios, total=int(self.released.sum()))
 
+    @cached_property
+    def _positions(self) -> dict[int, int]:
+        # One dict lookup per record instead of a numpy scalar searchsorted (~3 us each, 7% of
+        # a release at 50k items, bench/scale.py); ~70 MB at 1M items.
+        return dict(zip(self.node_ids.tolist(), range(len(self.node_ids))))
+
+    @cached_property
+    def _split_names(self) -> list[str | None]:
+        return [SPLITS[s] if r else None for s, r in zip(self.splits.tolist(), self.released.tolist())]
+
     def index_of(self, item_id: int) -> int | None:
-        i = int(np.searchsorted(self.node_ids, item_id))
-        return i if i < len(self.node_ids) and self.node_ids[i] == item_id else None
+        return self._positions.get(item_id)
 
     def split_of(self, item_id: int) -> str | None:
         """The item's split, or None when it is not released."""
-        i = self.index_of(item_id)
-        if i is None or not self.released[i]:
-            return None
-        return SPLITS[self.splits[i]]
+        i = self._positions.get(item_id)
+        return None if i is None else self._split_names[i]
 
     def group_of_item(self, item_id: int) -> int:
-        return int(self.group_of[self.index_of(item_id)])
+        return int(self.group_of[self._positions[item_id]])
 
     @property
     def released_ids(self) -> np.ndarray:
