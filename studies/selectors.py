@@ -294,6 +294,16 @@ def study_items_for_lead(*, study: Study):
     )
 
 
+def current_references(*, study: Study, study_items) -> dict[int, str]:
+    """{study item id: the reference's current text} (after any revision), in one query."""
+    by_ann = dict(
+        Annotation.objects.filter(pk__in=[si.reference_annotation_id for si in study_items]).values_list("pk", "values")
+    )
+    return {
+        si.pk: (by_ann.get(si.reference_annotation_id) or {}).get(study.reference_field) or "" for si in study_items
+    }
+
+
 # ---------------------------------------------------------------- report
 
 
