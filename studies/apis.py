@@ -196,7 +196,7 @@ class ReexplanationApi(APIView):
         request=ReexplanationSaveInput,
         responses={200: ReexplanationOutput, 400: ErrorOutput, 409: ErrorOutput},
     )
-    def put(self, request, slug, study_id, reexplanation_id):
+    def post(self, request, slug, study_id, reexplanation_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=selectors.PARTICIPANT_ROLES)
         study = selectors.study_get_for_user(project=project, study_id=study_id)
         r = selectors.reexplanation_get_for_participant(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.http import Http404
 
@@ -51,24 +52,30 @@ def study_item_get(*, study: Study, study_item_id) -> StudyItem:
         raise Http404("No such item in this study") from None
 
 
-def reexplanation_get_for_participant(*, user, study: Study, reexplanation_id) -> Reexplanation:
-    """The participant's own re-explanation; anyone else's is 404 (its existence is not revealed)."""
+def _reexplanation(*, study: Study, reexplanation_id) -> Reexplanation:
     try:
-        return Reexplanation.objects.select_related("study_item__item").get(
-            study_item__study=study, participant=user, pk=int(reexplanation_id)
+        return Reexplanation.objects.select_related("study_item__item", "study_item__study").get(
+            study_item__study=study, pk=int(reexplanation_id)
         )
     except (Reexplanation.DoesNotExist, ValueError, TypeError):
-        raise Http404("No such re-explanation of yours") from None
+        raise Http404("No such re-explanation in this study") from None
+
+
+def reexplanation_get_for_participant(*, user, study: Study, reexplanation_id) -> Reexplanation:
+    """The participant's own re-explanation of ``study`` (a study of the caller's project);
+    another participant's is 403 (a member learns nothing from the refusal: ids are opaque)."""
+    r = _reexplanation(study=study, reexplanation_id=reexplanation_id)
+    if r.participant_id != user.pk:
+        raise PermissionDenied("This re-explanation is not yours.")
+    return r
 
 
 def reexplanation_get_for_judge(*, user, study: Study, reexplanation_id) -> Reexplanation:
-    """A re-explanation the user has claimed or judged as judge; 404 otherwise."""
-    try:
-        return Reexplanation.objects.select_related("study_item__item").get(
-            study_item__study=study, judge=user, pk=int(reexplanation_id)
-        )
-    except (Reexplanation.DoesNotExist, ValueError, TypeError):
-        raise Http404("No such re-explanation for you to judge") from None
+    """A re-explanation the user has claimed (or judged) as its judge; 403 otherwise."""
+    r = _reexplanation(study=study, reexplanation_id=reexplanation_id)
+    if r.judge_id != user.pk:
+        raise PermissionDenied("This re-explanation is not given to you to judge.")
+    return r
 
 
 def member_roles(*, project: Project, user) -> set[str]:

@@ -64,15 +64,15 @@ def test_participant_page_and_json_show_only_the_image_and_their_own_text(study,
         assert text not in raw, text
     img = c.get(data["image_url"])
     assert img.status_code == 200 and img["Content-Type"].startswith("image/")
-    # Someone else's re-explanation (and its image) is 404.
-    assert c.get(reverse("study_reexplain", args=[study.project.slug, study.pk, first.pk])).status_code == 404
-    assert c.get(reverse("study_reexplain_image", args=[study.project.slug, study.pk, first.pk])).status_code == 404
+    # Someone else's re-explanation (and its image) is refused.
+    assert c.get(reverse("study_reexplain", args=[study.project.slug, study.pk, first.pk])).status_code == 403
+    assert c.get(reverse("study_reexplain_image", args=[study.project.slug, study.pk, first.pk])).status_code == 403
     # A participant may not open the item image of the lead's/judge's URL.
     assert c.get(reverse("study_item_image", args=[study.project.slug, study.pk, si.pk])).status_code == 403
     # Saving through the API: stale version -> 409, nothing overwritten.
-    ok = c.put(api, data={"text": "mine", "version": mine.version}, content_type="application/json")
+    ok = c.post(api, data={"text": "mine", "version": mine.version}, content_type="application/json")
     assert ok.status_code == 200 and ok.json()["version"] == mine.version + 1
-    stale = c.put(api, data={"text": "other tab", "version": mine.version}, content_type="application/json")
+    stale = c.post(api, data={"text": "other tab", "version": mine.version}, content_type="application/json")
     assert stale.status_code == 409
     assert Reexplanation.objects.get(pk=mine.pk).text == "mine"
 
@@ -163,7 +163,7 @@ def test_judge_page_has_reference_and_one_re_explanation_and_takes_keys(study, p
     claimed.refresh_from_db()
     assert claimed.verdict == "fully"
     # a participant cannot open the judge's page
-    assert client_for(people["part1"]).get(r["Location"]).status_code == 404
+    assert client_for(people["part1"]).get(r["Location"]).status_code == 403
     # finishing the item with a different verdict opens adjudication
     nxt = judgement_claim_next(study=study, judge=people["judge1"])
     judgement_submit(reexplanation=nxt, judge=people["judge1"], verdict="not")
