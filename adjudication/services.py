@@ -555,6 +555,25 @@ def gold_send_back(*, item: Item, lead, note: str = "") -> AdjudicationTask:
     return task
 
 
+def gold_correct(*, item: Item, values: dict, provenance: dict, actor, note: str, kind: str) -> GoldRecord:
+    """A new revision of the item's current gold with ``values`` (e.g. a reference revised by a
+    lead after the independence study); the old revision is kept and the change recorded in the
+    item's history under ``kind``. Locks the item's gold rows (select_for_update) as every gold
+    write does."""
+    lexicon_version, _ = lexicon_current(project=item.project)
+    with transaction.atomic():
+        return _gold_write(
+            item=item,
+            values=values,
+            provenance=provenance,
+            note=note,
+            decided_by=actor,
+            task=None,
+            lexicon_version=lexicon_version,
+            kind=kind,
+        )
+
+
 def adjudications_release_for(*, project: Project, user) -> int:
     """A deactivated reviewer's claimed tasks reopen for the other reviewers; their draft is kept.
     Connected to projects.hooks.member_deactivated."""

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "adjudication",
     "workflow",
     "quality",
+    "studies",
     "exports",
     "evaluation",
     "demo",

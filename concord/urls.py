@@ -39,5 +39,6 @@ urlpatterns = [
     path("", include("exports.urls")),
     path("", include("candidates.urls")),
     path("", include("quality.urls")),
+    path("", include("studies.urls")),
     path("", include("evaluation.urls")),
 ]

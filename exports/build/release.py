@@ -41,6 +41,9 @@ from exports.writers import (
 from metrics import evaluation as offline_evaluation
 from projects.evaluation import evaluation_plan
 from projects.models import Project
+from studies.release import RELEASE_FILE as STUDY_FILE
+from studies.release import datasheet_section as study_section
+from studies.release import release_studies
 
 MANIFEST_SCHEMA_VERSION = 2
 
@@ -114,6 +117,10 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     digests["lexicon.json"] = write_json(dest / "lexicon.json", {"version": lexicon_version, "entries": lexicon})
     digests["guideline.md"] = write_text(dest / "guideline.md", guideline.rstrip() + "\n" if guideline else "")
     digests["prompt.txt"] = write_text(dest / "prompt.txt", prompt.system.rstrip() + "\n")
+    # The reference-independence study (studies app), when the project ran one.
+    studies = release_studies(project=project)
+    if studies is not None:
+        digests[STUDY_FILE] = write_json(dest / STUDY_FILE, finite(studies))
 
     data_as_of = rec["data_as_of"].strftime("%Y-%m-%dT%H:%M:%SZ") if rec["data_as_of"] else None
     by_split = lambda name: {s: _jsonl_count(dest / split_file(name, s, "jsonl")) for s in SPLITS}  # noqa: E731
@@ -210,6 +217,7 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     readme = card_front_matter(manifest=manifest, features=_features(parquet)) + datasheet(
         manifest=manifest, digests=digests, agreement=agreement, audit=audit, plan=plan
     )
+    readme += study_section(studies)
     readme += offline_evaluation.README_SECTION
     digests["README.md"] = write_text(dest / "README.md", readme)
     manifest["files"] = {name: d.as_dict() for name, d in sorted(digests.items())}

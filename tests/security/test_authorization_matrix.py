@@ -221,6 +221,28 @@ POLICY: dict[str, Policy] = {
     "api_quality_audit_create": Policy(roles(L), P),
     "api_quality_audit": Policy(roles(L, S)),
     "api_quality_anchoring": Policy(roles(L)),
+    # reference-independence study (studies): the pages and actions are the leads'; a
+    # participant's page is theirs alone (another participant's: 403), a judge's the judge's,
+    # an adjudication page a lead's or reviewer's not involved with the item
+    "studies_home": Policy(roles(L, R, A, S)),
+    "study_new": Policy(roles(L), P),
+    "study_page": Policy(roles(L)),
+    "study_action": Policy(roles(L), P),
+    "study_item_image": Policy(roles(L, R)),
+    "study_item_action": Policy(roles(L), P, ids={"action": "study_item_action"}),
+    "study_reexplain_next": Policy(roles(A, R), P),
+    "study_reexplain": Policy(roles(A), GP),
+    "study_reexplain_image": Policy(roles(A)),
+    "study_judge_next": Policy(roles(L, R, A), P),
+    "study_judge": Policy(roles(R), GP, ids={"reexplanation_id": "reexplanation_judged"}),
+    "study_adjudicate_next": Policy(roles(L, R)),
+    "study_adjudicate": Policy(roles(L), GP, ids={"study_item_id": "study_item_conflict"}),
+    "api_studies": Policy({"GET": roles(L, S), "POST": roles(L)}, GP),
+    "api_study": Policy(roles(L, S)),
+    "api_study_confirm": Policy(roles(L), P),
+    "api_study_report": Policy(roles(L, S)),
+    "api_study_reexplain_next": Policy(roles(A, R), P),
+    "api_study_reexplanation": Policy(roles(A), GP),
     # Django's admin: staff only, every pattern of its namespace (one per registered model)
     "admin:*": Policy(STAFF),
     "admin:login": Policy(PUBLIC, GP),
@@ -243,10 +265,14 @@ DEFAULT_IDS = {
     "variant": "variant_kind",
     "submission_id": "submission",
     "version": "guideline_version",
+    "study_id": "study",
+    "study_item_id": "study_item",
+    "reexplanation_id": "reexplanation_own",
+    "action": "study_action",
 }
 #: Kwargs that number objects within a project (release v1 of every project): they cannot
 #: name another project's object, so the "foreign ids" request keeps the own value.
-PROJECT_SCOPED = {"number", "other", "name", "kind", "variant", "version"}
+PROJECT_SCOPED = {"number", "other", "name", "kind", "variant", "version", "action"}
 #: Admin kwargs (no project): any value, the view must refuse before looking.
 ADMIN_KWARGS = {"object_id": "1", "id": "1", "content_type_id": "1", "app_label": "projects", "url": "anything/"}
 

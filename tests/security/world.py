@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.contrib.auth.tokens import default_token_generator
+from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
@@ -42,7 +43,18 @@ from workflow.services import annotation_submit
 OTHER_ANNOTATOR_ENTITY = "Zorg Secret Other Annotator Entity"
 #: The reviewer's edited gold entity (differs from every annotation).
 GOLD_ENTITY = "Zorg Secret Gold Entity"
-SECRETS = [OTHER_ANNOTATOR_ENTITY, GOLD_ENTITY, *PROVIDER_NAMES, *MODEL_NAMES, "secret reasoning"]
+#: The independence study's reference and another participant's re-explanation (studies app).
+SECRET_REFERENCE = "Zorg Secret Study Reference"
+SECRET_REEXPLANATION = "Zorg Secret Other Participant Reexplanation"
+SECRETS = [
+    OTHER_ANNOTATOR_ENTITY,
+    GOLD_ENTITY,
+    *PROVIDER_NAMES,
+    *MODEL_NAMES,
+    "secret reasoning",
+    SECRET_REFERENCE,
+    SECRET_REEXPLANATION,
+]
 
 CANDIDATE_REPLIES = [
     {
@@ -195,6 +207,53 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
     newcomer.set_unusable_password()
     newcomer.save()
 
+    # An open independence study (studies app), made directly: the world's schema has no
+    # reference text field. g0: the annotator holds a re-explanation; g1: both submitted, the
+    # reviewer judges one; d0: a conflict (the reviewer's two verdicts differ) for the lead.
+    from studies.models import Reexplanation, Study, StudyItem
+
+    other_participant = user_create(f"{prefix}participant2")
+    study = Study.objects.create(
+        project=project, name="world study", reference_field="target_entity", status=Study.Status.OPEN
+    )
+
+    def _study_item(key, status):
+        return StudyItem.objects.create(
+            study=study,
+            item=items[key],
+            stratum="all",
+            stratum_label="all",
+            reference_text=SECRET_REFERENCE,
+            status=status,
+        )
+
+    holding = _study_item("g0", StudyItem.Status.REEXPLAINING)
+    own_reexplanation = Reexplanation.objects.create(study_item=holding, slot=1, participant=a, text="my draft")
+    judging = _study_item("g1", StudyItem.Status.JUDGING)
+    judged = Reexplanation.objects.create(
+        study_item=judging,
+        slot=1,
+        participant=b,
+        status="submitted",
+        text=SECRET_REEXPLANATION,
+        judge=u["reviewer"],
+        judge_claimed_at=timezone.now(),
+    )
+    Reexplanation.objects.create(
+        study_item=judging, slot=2, participant=other_participant, status="submitted", text="x"
+    )
+    conflict = _study_item("d0", StudyItem.Status.ADJUDICATION)
+    for slot, (who, verdict) in enumerate(((b, "fully"), (other_participant, "not")), start=1):
+        Reexplanation.objects.create(
+            study_item=conflict,
+            slot=slot,
+            participant=who,
+            status="submitted",
+            text="y",
+            judge=u["reviewer"],
+            verdict=verdict,
+        )
+
     world = World(project=project, users=u, items=items)
     world.ids.update(
         {
@@ -223,6 +282,13 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
             "member_user": u["annotator_b"].pk,
             "reset_uid": urlsafe_base64_encode(force_bytes(newcomer.pk)),
             "reset_token": default_token_generator.make_token(newcomer),
+            "study": study.pk,
+            "study_action": "confirm",  # on an open study: 409, nothing changes
+            "study_item_action": "revise",  # with an empty body: a message, nothing changes
+            "study_item": judging.pk,
+            "study_item_conflict": conflict.pk,
+            "reexplanation_own": own_reexplanation.pk,
+            "reexplanation_judged": judged.pk,
         }
     )
     return world
