@@ -290,11 +290,12 @@ class JudgeApi(APIView):
     def post(self, request, slug, number, submission_id):
         project = project_get_for_user(user=request.user, slug=slug, roles=LEADS)
         release = release_get_for_evaluation(project=project, number=number)
+        submission = submission_get(release=release, submission_id=submission_id)  # 404 before 400
         data = JudgeInput(data=request.data)
         data.is_valid(raise_exception=True)
         run = judge_run_start(
             user=request.user,
-            submission=submission_get(release=release, submission_id=submission_id),
+            submission=submission,
             judge_1_id=data.validated_data["judge_1"],
             judge_2_id=data.validated_data["judge_2"],
         )

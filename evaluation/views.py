@@ -181,7 +181,11 @@ def judge_run_view(request, slug, number):
     """A lead has two judge providers score a submission (VIKR)."""
     project = project_get_for_user(user=request.user, slug=slug, roles=LEADS)
     release = release_get_for_evaluation(project=project, number=number)
-    submission = submission_get(release=release, submission_id=request.POST.get("submission"))
+    chosen = request.POST.get("submission", "")
+    if not chosen.isdigit():
+        messages.error(request, "Choose the submission the judges score.")
+        return redirect(f"/p/{project.slug}/releases/v{release.number}/leaderboard/")
+    submission = submission_get(release=release, submission_id=int(chosen))
     run = judge_run_start(
         user=request.user,
         submission=submission,

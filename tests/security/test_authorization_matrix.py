@@ -200,6 +200,16 @@ POLICY: dict[str, Policy] = {
     "api_leaderboard_csv": Policy(roles(L, S)),
     "api_evaluations_compare": Policy(roles(L, S), query={"a": "submission", "b": "submission"}),
     "api_evaluation": Policy(roles(L, S)),
+    # VIKR judges and calibration (issue 15): leads start judges and upload human labels;
+    # researchers read the judged predictions and the calibration report.
+    "evaluation_judge": Policy(roles(L), P),
+    "evaluation_calibration": Policy(roles(L), P),
+    "evaluation_predictions": Policy(roles(L, S)),
+    "api_evaluation_judge": Policy(roles(L), P),
+    "api_evaluation_calibration": Policy({"GET": roles(L, S), "POST": roles(L)}, GP),
+    "api_evaluation_predictions": Policy(roles(L, S)),
+    # the model stages of a workflow (vikr conversion): the leads'
+    "conversions_page": Policy(roles(L), GP),
     "api_export_job": Policy(roles(L), ids={"job_id": "export_job"}),
     # quality (anchoring names models and annotators: leads only)
     "quality_dashboard": Policy(roles(L)),
