@@ -125,8 +125,9 @@ def _construction_lines(c: dict | None) -> list[str]:
         return []
     lines = [
         f"Construction: {c['items']} candidate items, {c['removed']} removed, {c['kept']} kept "
-        f"(released or still in progress). Of the reviewed items, {c['reviewed_accepted']} were accepted "
-        f"as converted by the model and {c['reviewed_edited']} edited by the reviewer.",
+        f"(released or still in progress). Of the reviewed items, {c['reviewed_accepted']} "
+        f"{'was' if c['reviewed_accepted'] == 1 else 'were'} accepted as converted by the model and "
+        f"{c['reviewed_edited']} edited by the reviewer.",
         "",
     ]
     if c.get("reviewed_fields_edited"):

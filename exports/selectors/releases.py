@@ -192,6 +192,7 @@ PRESET_TASKS = {
     "meme3w": ["image-text-to-text", "image-classification", "object-detection"],
     "aha": ["image-text-to-text", "image-classification"],
     "memecap": ["image-to-text", "image-text-to-text"],
+    "vikr": ["image-text-to-text", "image-to-text"],
 }
 CARD_TEXT_FIELDS = (
     "license_name",
