@@ -322,7 +322,12 @@ def test_vikr_construction_in_the_browser(
     assert len(sent) == 3 and all(r.image_bytes for r in sent)
     assert any(MEMES["conan"]["explanation"] in r.user_text for r in sent)
 
-    # The lead follows the progress, sees the failure with its reason and retries it.
+    # The lead follows the progress (the failed conversion's item waits in the model stage),
+    # sees the failure with its reason and retries it.
+    lp.goto(f"{base}/")
+    expect(lp.locator("#workflow-stage-counts")).to_have_text(
+        "In annotation, by round: Reference explanation 0 · Conversion into VIKR checklists (LLM) 1 · Quality control 2"
+    )
     lp.goto(f"{base}/conversions/")
     counts = lp.locator("#conversion-counts-conversion")
     expect(counts).to_contain_text("2 converted")
