@@ -130,6 +130,14 @@ def _construction_lines(c: dict | None) -> list[str]:
         f"{c['reviewed_edited']} edited by the reviewer.",
         "",
     ]
+    if c.get("converted_by"):
+        lines += [
+            "Converted by the model stage (provider (model reported): items): "
+            + "; ".join(
+                f"{_md(r['stage'])}: {_md(r['provider'])} ({_md(r['model'])}): {r['items']}" for r in c["converted_by"]
+            ),
+            "",
+        ]
     if c.get("reviewed_fields_edited"):
         lines += ["Edited fields: " + ", ".join(f"{_md(k)} {n}" for k, n in c["reviewed_fields_edited"].items()), ""]
     if c.get("removed_by_stage"):

@@ -414,6 +414,7 @@ def test_vikr_construction_in_the_browser(
     expect(readme).to_contain_text("Construction: 3 candidate items, 1 removed, 2 kept")
     expect(readme).to_contain_text("1 was accepted as converted by the model and 1 edited by the reviewer")
     expect(readme).to_contain_text("| qc | ambiguity | 1 |")
+    expect(readme).to_contain_text(f"conversion: {PROVIDER} ({MODEL}-served): 3")
     # The screenshot shows the construction counts of the datasheet.
     lp.evaluate(
         """() => {
@@ -441,6 +442,8 @@ def test_vikr_construction_in_the_browser(
     assert (c["items"], c["removed"], c["kept"]) == (3, 1, 2)
     assert c["removed_by_reason"] == {"ambiguity": 1} and c["removed_by_stage"] == {"qc": {"ambiguity": 1}}
     assert (c["reviewed_accepted"], c["reviewed_edited"]) == (1, 1) and c["reviewed_fields_edited"] == {"visual": 1}
+    # Who converted is in the release (leads and researchers read it; annotators never did).
+    assert c["converted_by"] == [{"stage": "conversion", "provider": PROVIDER, "model": f"{MODEL}-served", "items": 3}]
     raw = (release_dir(release) / "records.jsonl").read_text(encoding="utf-8")
     records = {r["item_id"]: r for r in map(json.loads, raw.splitlines())}
     assert set(records) == {written["conan"], written["doge"]}

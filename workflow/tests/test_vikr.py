@@ -349,6 +349,9 @@ def test_release_counts_removals_by_reason_and_stage_accepted_and_edited_and_kee
     assert (c["items"], c["removed"], c["kept"]) == (3, 1, 2)
     assert c["removed_by_reason"] == {"ambiguity": 1} and c["removed_by_stage"] == {"qc": {"ambiguity": 1}}
     assert (c["reviewed_accepted"], c["reviewed_edited"]) == (1, 1) and c["reviewed_fields_edited"] == {"reasoning": 1}
+    assert c["converted_by"] == [
+        {"stage": "conversion", "provider": "converter", "model": "gemini-conv-001", "items": 3}
+    ]
     folder = release_dir(release)
     readme = (folder / "README.md").read_text(encoding="utf-8")
     assert "3 candidate items, 1 removed, 2 kept" in readme and "| qc | ambiguity | 1 |" in readme
