@@ -172,8 +172,23 @@ class Watch:
         assert not self.leaks, self.leaks
 
 
+#: axe-core, where the accessibility suite (tests/test_browser_a11y.py) installed it.
+AXE_JS = Path(os.environ.get("CONCORD_AXE_JS") or ROOT / "var/test-cache/axe/node_modules/axe-core/axe.min.js")
+
+
+def _axe(pg, name: str) -> None:
+    """No serious or critical axe-core violation on the page (when axe-core is installed)."""
+    if not AXE_JS.is_file():
+        return
+    from tests.test_browser_a11y import serious
+
+    found = serious(pg, AXE_JS)
+    (ARTIFACTS / f"vikr-axe-{name}.json").write_text(json.dumps(found, indent=1))
+    assert found == {}, (name, found)
+
+
 def _page_for(chromium_browser, browser_login, user):
-    ctx = chromium_browser.new_context(viewport=VIEWPORT, locale="zh-CN")
+    ctx = chromium_browser.new_context(viewport=VIEWPORT, locale="zh-CN", bypass_csp=AXE_JS.is_file())
     pg = ctx.new_page()
     pg.console_errors = []
     pg.on("console", lambda m: pg.console_errors.append(m.text) if m.type == "error" else None)
@@ -300,6 +315,7 @@ def test_vikr_construction_in_the_browser(
             expect(wp.locator("#item-text")).to_contain_text("真相只有一个")
             _cjk_fonts_used(wp, "#item-text")
             _shot(wp, "vikr-reference-zh")
+            _axe(wp, "reference")
         wwatch.check(wp)
         assert item.source_id not in written
         written[item.source_id] = item.pk
@@ -338,6 +354,7 @@ def test_vikr_construction_in_the_browser(
     expect(failure).to_contain_text(PROVIDER)
     expect(lp.locator(f"#conversion-flags tr[data-item='{written['doge']}']")).to_contain_text("Doge")
     _shot(lp, "vikr-conversions-failed", full_page=True)
+    _axe(lp, "conversions")
     with lp.expect_navigation():
         lp.click("#retry-failed")
     expect(lp.locator(".messages")).to_contain_text("1 conversion queued again")
@@ -372,6 +389,7 @@ def test_vikr_construction_in_the_browser(
             cp.locator("#field-visual").scroll_into_view_if_needed()
             _shot(cp, "vikr-qc-zh")
             _shot(cp, "vikr-qc-zh-full", full_page=True)
+            _axe(cp, "qc")
             with cp.expect_navigation(url="**/annotate/**"):
                 cp.click("#submit-btn")
         elif sid == "doge":  # the flag shown, the reviewer edits Visual in the widget
