@@ -85,14 +85,35 @@ def _photo(name: str) -> Image.Image:
     return img
 
 
-def _caption(img: Image.Image, text: str) -> Image.Image:
+#: TrueType fonts with Han glyphs (Debian fonts-wqy-microhei, fonts-noto-cjk), for Chinese captions.
+CJK_FONT_FILES = [
+    "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
+    "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc",
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
+]
+
+
+def cjk_font_file() -> str | None:
+    """The first installed CJK font of CJK_FONT_FILES, else None."""
+    return next((f for f in CJK_FONT_FILES if Path(f).is_file()), None)
+
+
+def demo_meme(photo: str, caption: str, *, font_file: str | None = None) -> Image.Image:
+    """A demo meme: the photo with the caption drawn on top (a TrueType font for non-Latin text)."""
+    return _caption(_photo(photo), caption, font_file=font_file)
+
+
+def _caption(img: Image.Image, text: str, *, font_file: str | None = None) -> Image.Image:
     img = img.copy()
     draw = ImageDraw.Draw(img)
     size = max(14, img.width // 22)
-    font = ImageFont.load_default(size=size)
-    words, lines, line = text.split(), [], ""
+    font = ImageFont.truetype(font_file, size) if font_file else ImageFont.load_default(size=size)
+    # Chinese has no spaces between words: wrap it character by character.
+    spaced = " " in text.strip()
+    words, lines, line = (text.split() if spaced else list(text.strip())), [], ""
     for w in words:
-        trial = f"{line} {w}".strip()
+        trial = f"{line} {w}".strip() if spaced else line + w
         if draw.textlength(trial, font=font) > img.width - 20 and line:
             lines.append(line)
             line = w

@@ -7,12 +7,39 @@ from django.http import Http404
 from core.jobs import job_models
 from core.models import Job
 from projects.access import roles_of
-from projects.models import ImportJob, Item, ItemOcr, ItemVariant, Membership, OcrJob, Project, Role, VariantSource
+from projects.models import (
+    ImportJob,
+    Item,
+    ItemOcr,
+    ItemVariant,
+    Membership,
+    OcrJob,
+    Project,
+    Role,
+    Stage,
+    VariantSource,
+)
 
 
 def project_stage_counts(*, project: Project) -> dict[str, int]:
     rows = Item.objects.filter(project=project).values("stage").annotate(n=Count("id"))
     return {r["stage"]: r["n"] for r in rows}
+
+
+def workflow_stage_counts(*, project: Project) -> list[tuple[str, int]]:
+    """(stage label, items in annotation at that stage) of a multi-stage workflow, in order
+    (MemeBench: explanations to write, conversions by the model, QC to do); empty for one stage."""
+    workflow = project.get_workflow()
+    if len(workflow.stages) < 2:
+        return []
+    rows = (
+        Item.objects.filter(project=project, stage=Stage.ANNOTATING)
+        .values("workflow_stage")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    counts = {r["workflow_stage"]: r["n"] for r in rows}
+    return [(s.label, counts.get(s.index, 0)) for s in workflow.stages]
 
 
 def memberships_for_user(*, user):

@@ -31,6 +31,7 @@ from projects.selectors import (
     ocr_overview,
     project_stage_counts,
     projects_led_by,
+    workflow_stage_counts,
 )
 from projects.services import (
     CREATE_PERMISSION,
@@ -208,6 +209,8 @@ def project_detail(request, slug):
     if Role.LEAD in project.user_roles:
         counts = project_stage_counts(project=project)
         context["stages"] = [(label, counts.get(value, 0)) for value, label in Stage.choices]
+        context["workflow_stages"] = workflow_stage_counts(project=project)
+        context["has_model_stage"] = bool(project.get_workflow().model_stages())
         context["schema_fields"] = project.schema["fields"]
     return render(request, "projects/project_detail.html", context)
 

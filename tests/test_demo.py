@@ -28,8 +28,13 @@ def test_load_demo_builds_projects_users_and_is_idempotent(capsys):
     assert authenticate(username="annotator1", password="annotator1-demo-pass") is not None
     aha = Project.objects.get(slug="demo-aha")
     assert aha.annotators_per_item == 3 and aha.items.exists()
+    # MemeBench: eight memes, four in Chinese, waiting for their reference explanation.
+    vikr = Item.objects.filter(project__slug="demo-vikr")
+    assert vikr.count() == 8 and vikr.filter(language="zh").count() == 4
+    assert set(vikr.values_list("stage", "workflow_stage")) == {("annotating", 0)}
     call_command("load_demo", "--quiet")
     assert Item.objects.filter(project=meme3w).count() == items.count()
+    assert Item.objects.filter(project__slug="demo-vikr").count() == 8
 
 
 def test_demo_near_duplicates_are_perceptually_close():

@@ -14,7 +14,9 @@ from rest_framework.views import APIView
 
 from annotation.apis import OwnAnnotationApi, SaveInput, SaveOutput, save_output
 from annotation.models import Kind
-from core.apis import ErrorOutput
+from candidates.models import Conversion, ConversionJob
+from candidates.services.conversion import conversions_retry_failed
+from core.apis import ErrorOutput, JobOutput
 from core.errors import Invalid, NotFound
 from projects.access import project_get_for_user
 from projects.fieldtypes import REGISTRY
@@ -36,7 +38,7 @@ from projects.schema import DEFAULT_THRESHOLDS
 from projects.schema_io import MAX_SCHEMA_BYTES, schema_dump, schema_parse, schema_problems
 from projects.services import AUTO_MERGE_RULES, SETTINGS_KEYS, settings_clean, skip_reasons_of, split_preview
 from projects.workflow import FLAG_REASONS
-from workflow.services import annotation_submit, item_flag
+from workflow.services import FAILED_SHOWN, annotation_submit, conversions_overview, item_flag
 from workflow.setup import member_progress, schema_change, schema_change_impact, study_settings_update
 
 
@@ -429,3 +431,129 @@ class StudySettingsApi(APIView):
             return Response(StudySettingsOutput(payload).data)
         project, _ = study_settings_update(project=project, data=v["settings"], confirm=v["confirm"])
         return Response(StudySettingsOutput(_settings_payload(project)).data)
+
+
+# ---------------------------------------------------------------- model stages (leads)
+
+
+class ConversionFlagOutput(serializers.Serializer):
+    check = serializers.CharField(help_text="schema / count / link / entity_in_visual")
+    field = serializers.CharField(help_text="The stage field the finding concerns.")
+    item = serializers.CharField(allow_null=True, help_text="The checklist item id (V1, I2 ...), if one.")
+    message = serializers.CharField()
+
+
+class ConversionRowOutput(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    item_id = serializers.IntegerField()
+    source_id = serializers.CharField(source="item.source_id")
+    status = serializers.CharField(help_text="pending / running / done / failed / cancelled")
+    provider = serializers.CharField(source="provider.name", allow_null=True, help_text="The provider that replied.")
+    model_name = serializers.CharField(help_text="The model name reported with the reply.")
+    attempts = serializers.IntegerField()
+    error = serializers.CharField(help_text="Why it failed (provider error, unreadable reply); empty otherwise.")
+    flags = ConversionFlagOutput(many=True, help_text="What the automated checks found (shown to the reviewer).")
+    updated_at = serializers.DateTimeField()
+
+
+class ConversionDetailOutput(ConversionRowOutput):
+    stage = serializers.CharField(source="stage_name", help_text="The model stage's name.")
+    values = serializers.JSONField(help_text="The stage's fields as read from the reply (the review starts from them).")
+    raw_reply = serializers.CharField(help_text="The model's reply, verbatim.")
+    prompt_sha = serializers.CharField()
+    latency_ms = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class ConversionStageOutput(serializers.Serializer):
+    name = serializers.CharField(source="stage.name")
+    label = serializers.CharField(source="stage.label")
+    provider = serializers.CharField(help_text="The provider the stage names; empty: the project's only enabled one.")
+    total = serializers.IntegerField(help_text="Conversions of this stage, whatever their status.")
+    done = serializers.IntegerField(source="counts.done")
+    pending = serializers.IntegerField(source="counts.pending", help_text="Queued, or waiting for a retry.")
+    running = serializers.IntegerField(source="counts.running")
+    failed = serializers.IntegerField(source="counts.failed")
+    cancelled = serializers.IntegerField(source="counts.cancelled", help_text="The item left the stage first.")
+    flagged = serializers.IntegerField(help_text="Done conversions with at least one automated-check finding.")
+    failures = ConversionRowOutput(many=True, source="failed", help_text=f"At most {FAILED_SHOWN}, by item.")
+    flagged_conversions = ConversionRowOutput(many=True, source="flag_rows", help_text=f"At most {FAILED_SHOWN}.")
+
+
+class ConversionsOutput(serializers.Serializer):
+    job = JobOutput(allow_null=True, help_text="The project's latest conversion job.")
+    stages = ConversionStageOutput(many=True)
+
+
+def _conversions_payload(project) -> dict:
+    return {
+        "job": ConversionJob.objects.filter(project=project).order_by("-created_at", "-id").first(),
+        "stages": conversions_overview(project=project, workflow=project.get_workflow()),
+    }
+
+
+class ConversionsApi(APIView):
+    """The model stages' progress (MemeBench: explanations converted into VIKR checklists)."""
+
+    @extend_schema(
+        summary="Progress of the model stages: counts, failures, flagged conversions (leads)",
+        operation_id="projects_conversions_list_progress",
+        responses={200: ConversionsOutput, 403: ErrorOutput, 404: ErrorOutput},
+    )
+    def get(self, request, slug):
+        project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
+        return Response(ConversionsOutput(_conversions_payload(project)).data)
+
+
+class ConversionApi(APIView):
+    @extend_schema(
+        summary="One conversion: the reply verbatim, the values read from it, the checks' findings (leads)",
+        operation_id="projects_conversion_retrieve",
+        responses={200: ConversionDetailOutput, 403: ErrorOutput, 404: ErrorOutput},
+    )
+    def get(self, request, slug, conversion_id):
+        project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
+        conversion = (
+            Conversion.objects.select_related("item", "provider")
+            .filter(item__project=project, pk=conversion_id)
+            .first()
+        )
+        if conversion is None:
+            raise NotFound("No such conversion in this project.")
+        conversion.stage_name = project.get_workflow().stage(conversion.stage).name
+        return Response(ConversionDetailOutput(conversion).data)
+
+
+class ConversionRetryInput(serializers.Serializer):
+    conversion_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**62),
+        required=False,
+        allow_empty=False,
+        max_length=100_000,
+        help_text="Failed conversions to queue again; omit for every failed conversion of the project.",
+    )
+
+
+class ConversionRetryOutput(serializers.Serializer):
+    queued = serializers.IntegerField(help_text="Failed conversions queued again.")
+    progress = ConversionsOutput()
+
+
+class ConversionRetryApi(APIView):
+    """Queue failed conversions again (a provider outage, a reply that could not be read)."""
+
+    @extend_schema(
+        summary="Retry failed conversions (leads)",
+        request=ConversionRetryInput,
+        responses={202: ConversionRetryOutput, 400: ErrorOutput, 403: ErrorOutput, 404: ErrorOutput},
+    )
+    def post(self, request, slug):
+        project = project_get_for_user(user=request.user, slug=slug, roles=[Role.LEAD])
+        data = ConversionRetryInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        n = conversions_retry_failed(
+            project=project, user=request.user, conversion_ids=data.validated_data.get("conversion_ids")
+        )
+        payload = {"queued": n, "progress": _conversions_payload(project)}
+        return Response(ConversionRetryOutput(payload).data, status=status.HTTP_202_ACCEPTED)

@@ -15,6 +15,7 @@ from pathlib import Path
 from candidates.models import Provider, ProviderKind
 from candidates.providers import replay_file_path
 from candidates.services import provider_create
+from projects.demo import cjk_font_file, demo_meme
 from projects.models import Project
 
 CONVERTER = "vikr-converter"
@@ -117,20 +118,36 @@ DEMO_VIKR = {
 }
 
 
+def _chinese(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
 def demo_vikr_manifest(rows: list[dict]) -> list[dict]:
     """The demo memes kept for the vikr project, with MemeBench-like texts (Chinese and English)."""
     out = []
     for row in rows:
         if row.get("source_id") in DEMO_VIKR:
-            out.append({**row, "text": DEMO_VIKR[row["source_id"]][0]})
+            text = DEMO_VIKR[row["source_id"]][0]
+            # Domain is annotated in stage 1 (gold.domain), not the importer's "demo" label.
+            out.append({**row, "text": text, "language": "zh" if _chinese(text) else "en", "domain": ""})
     return out
 
 
 def demo_vikr_write(folder: Path) -> None:
-    """Keep only the vikr demo memes in a demo source folder (manifest.jsonl), with their texts."""
+    """Keep only the vikr demo memes in a demo source folder (manifest.jsonl), with their texts.
+
+    The Chinese memes are drawn again with their Chinese caption (a CJK font: fonts-wqy-microhei),
+    so that the picture says what the item text and the Visual transcription say. Without a CJK
+    font the English picture stays (and the demo's texts disagree with it)."""
     manifest = folder / "manifest.jsonl"
     rows = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip()]
     kept = demo_vikr_manifest(rows)
+    font = cjk_font_file()
+    for row in kept:
+        if font and _chinese(row["text"]) and row.get("template"):
+            image = demo_meme(row["template"], row["text"], font_file=font)
+            path = folder / row["image"]
+            image.save(path, format="PNG" if path.suffix == ".png" else "JPEG", quality=90)
     manifest.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
 
 

@@ -24,6 +24,17 @@ urlpatterns = [
         name="api_invitation",
     ),
     path("api/projects/<slug:slug>/settings/", apis.StudySettingsApi.as_view(), name="api_settings"),
+    path("api/projects/<slug:slug>/conversions/", apis.ConversionsApi.as_view(), name="api_conversions"),
+    path(
+        "api/projects/<slug:slug>/conversions/retry",
+        apis.ConversionRetryApi.as_view(),
+        name="api_conversions_retry",
+    ),
+    path(
+        "api/projects/<slug:slug>/conversions/<int:conversion_id>/",
+        apis.ConversionApi.as_view(),
+        name="api_conversion",
+    ),
     path("p/<slug:slug>/annotate/<int:item_id>/flag", views.annotate_flag, name="annotate_flag"),
     path(
         "api/projects/<slug:slug>/annotate/<int:item_id>/flag",

@@ -16,9 +16,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation.models import Annotation
 from annotation.selectors import annotation_get_for_annotator, field_view
-from candidates.models import ConversionJob, Provider
+from candidates.models import Conversion, ConversionJob, Provider
 from candidates.services.conversion import conversion_job_ensure, conversions_retry_failed
 from core.errors import Invalid
+from core.models import ACTIVE
 from core.views import caught_service_error, json_body, service_errors
 from projects.access import project_get_for_user
 from projects.fieldtypes import REGISTRY
@@ -572,8 +573,12 @@ def conversions_page(request, slug):
             )
             messages.info(request, "The converting provider is saved; it is used from the next conversion on.")
         elif action == "run":
-            conversion_job_ensure(project=project, user=request.user)
-            messages.info(request, "Pending conversions are running.")
+            waiting = Conversion.objects.filter(item__project=project, status__in=ACTIVE).count()
+            if waiting:
+                conversion_job_ensure(project=project, user=request.user)
+                messages.info(request, f"{waiting} waiting conversion{'s are' if waiting != 1 else ' is'} running.")
+            else:
+                messages.info(request, "No conversion is waiting: failed ones need a retry.")
         return redirect("conversions_page", slug=project.slug)
     return render(
         request,

@@ -125,10 +125,19 @@ def _construction_lines(c: dict | None) -> list[str]:
         return []
     lines = [
         f"Construction: {c['items']} candidate items, {c['removed']} removed, {c['kept']} kept "
-        f"(released or still in progress). Of the reviewed items, {c['reviewed_accepted']} were accepted "
-        f"as converted by the model and {c['reviewed_edited']} edited by the reviewer.",
+        f"(released or still in progress). Of the reviewed items, {c['reviewed_accepted']} "
+        f"{'was' if c['reviewed_accepted'] == 1 else 'were'} accepted as converted by the model and "
+        f"{c['reviewed_edited']} edited by the reviewer.",
         "",
     ]
+    if c.get("converted_by"):
+        lines += [
+            "Converted by the model stage (provider (model reported): items): "
+            + "; ".join(
+                f"{_md(r['stage'])}: {_md(r['provider'])} ({_md(r['model'])}): {r['items']}" for r in c["converted_by"]
+            ),
+            "",
+        ]
     if c.get("reviewed_fields_edited"):
         lines += ["Edited fields: " + ", ".join(f"{_md(k)} {n}" for k, n in c["reviewed_fields_edited"].items()), ""]
     if c.get("removed_by_stage"):

@@ -13,6 +13,8 @@ from django.db.models import Count, Max
 from django.http import Http404
 
 from adjudication.models import GoldRecord, HistoryEvent
+from candidates.models import Conversion
+from core.models import JobStatus
 from exports.archive import ArchiveLayout, archive_time
 from exports.models import ExportJob, HubPush, Release, ReleaseSettings
 from exports.writers import json_loads
@@ -192,6 +194,7 @@ PRESET_TASKS = {
     "meme3w": ["image-text-to-text", "image-classification", "object-detection"],
     "aha": ["image-text-to-text", "image-classification"],
     "memecap": ["image-to-text", "image-text-to-text"],
+    "vikr": ["image-text-to-text", "image-to-text"],
 }
 CARD_TEXT_FIELDS = (
     "license_name",
@@ -261,7 +264,7 @@ def construction_counts(*, project: Project) -> dict | None:
     """For a workflow whose last stage reviews a model's output (MemeBench: QC of the LLM's
     checklists): items in, removed by reason and by the stage that removed them, reviewed gold
     accepted as converted or edited (paper: 1,500 candidates -> 1,253 with 247 removed). None
-    for other workflows. Three queries."""
+    for other workflows. Four queries."""
     workflow = project.get_workflow()
     if not any(s.review is not None for s in workflow.stages):
         return None
@@ -292,8 +295,26 @@ def construction_counts(*, project: Project) -> dict | None:
             fields_edited[k] = fields_edited.get(k, 0) + 1
         edited, accepted = edited + bool(changed), accepted + (not changed)
     total = Item.objects.filter(project=project).count()
+    converted = (
+        Conversion.objects.filter(item__project=project, status=JobStatus.DONE)
+        .values("stage", "provider__name", "model_name")
+        .annotate(n=Count("id"))
+        .order_by("stage", "provider__name", "model_name")
+    )
+    converted_by = [
+        {
+            "stage": workflow.stage(r["stage"]).name if r["stage"] < len(workflow.stages) else str(r["stage"]),
+            "provider": r["provider__name"] or "",
+            "model": r["model_name"],
+            "items": r["n"],
+        }
+        for r in converted
+    ]
     return {
         "items": total,
+        # Who converted (MemeBench: "Gemini-3.1-Pro then converts each explanation"): release
+        # readers are leads and researchers; annotators never see it.
+        "converted_by": converted_by,
         "removed": len(excluded),
         "kept": total - len(excluded),
         "removed_by_reason": dict(sorted(by_reason.items())),

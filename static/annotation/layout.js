@@ -12,7 +12,9 @@ export function imageFitter({ column, viewport, stage, image, onLayout = () => {
       const gap = parseFloat(getComputedStyle(column).rowGap) || 0;
       const others = [...column.children].filter((c) => c !== viewport && !c.hidden && c.offsetParent !== null)
         .reduce((sum, c) => sum + c.offsetHeight + gap, 0);
-      room = Math.max(160, Math.min(room, column.clientHeight - others - 8));
+      // A crowded column (a long explanation from an earlier stage) scrolls rather than
+      // shrinking the image below two fifths of its height: the picture must stay legible.
+      room = Math.max(160, column.clientHeight * 0.4, Math.min(room, column.clientHeight - others - 8));
     }
     viewport.style.maxHeight = `${Math.round(room)}px`;
     const width = Math.max(120, Math.min(viewport.clientWidth || column.clientWidth, room * aspect));

@@ -349,6 +349,9 @@ def test_release_counts_removals_by_reason_and_stage_accepted_and_edited_and_kee
     assert (c["items"], c["removed"], c["kept"]) == (3, 1, 2)
     assert c["removed_by_reason"] == {"ambiguity": 1} and c["removed_by_stage"] == {"qc": {"ambiguity": 1}}
     assert (c["reviewed_accepted"], c["reviewed_edited"]) == (1, 1) and c["reviewed_fields_edited"] == {"reasoning": 1}
+    assert c["converted_by"] == [
+        {"stage": "conversion", "provider": "converter", "model": "gemini-conv-001", "items": 3}
+    ]
     folder = release_dir(release)
     readme = (folder / "README.md").read_text(encoding="utf-8")
     assert "3 candidate items, 1 removed, 2 kept" in readme and "| qc | ambiguity | 1 |" in readme
@@ -359,3 +362,24 @@ def test_release_counts_removals_by_reason_and_stage_accepted_and_edited_and_kee
     assert gold["reasoning"] == [{"id": "R1", "text": "口头禅与小事的反差制造笑点", "link": None}]
     assert gold["explanation"] == REFERENCE["explanation"] and gold["language"] == "Chinese" and gold["domain"] == "ACG"
     assert third.item_id not in records
+
+
+def test_run_pending_starts_a_job_for_conversions_left_waiting_and_says_when_none_wait(
+    vikr, people, fake_llm, lead, client, django_capture_on_commit_callbacks
+) -> None:
+    project, _ = vikr
+    provider = _provider(project, fake_llm, "openai")
+    fake_llm.plan(provider.model, ["prose"])
+    item = _write_reference(project, people["writer"], django_capture_on_commit_callbacks)
+    # A conversion left waiting with no job (its job was lost before it started).
+    Conversion.objects.filter(item=item).update(status=JobStatus.PENDING, error="")
+    ConversionJob.objects.filter(project=project).update(status=JobStatus.DONE)
+    client.force_login(lead)
+    url = f"/p/{project.slug}/conversions/"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"action": "run"}, follow=True)
+    assert "1 waiting conversion is running." in response.content.decode()
+    conv = Conversion.objects.get(item=item)
+    assert conv.status == JobStatus.DONE and len(fake_llm.for_model(provider.model)) == 2
+    response = client.post(url, {"action": "run"}, follow=True)
+    assert "No conversion is waiting" in response.content.decode()

@@ -3,13 +3,15 @@ explanation offline, and the two planted problems are flagged for QC."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from annotation.factories import claim, ready
 from candidates.models import Conversion
 from candidates.services import items_start_annotation
 from core.models import JobStatus
-from projects.demo import write_demo_source
+from projects.demo import cjk_font_file, write_demo_source
 from projects.factories import project_with_members
 from projects.imports import import_job_create, import_job_run
 from workflow.demo import DEMO_VIKR, demo_vikr_load, demo_vikr_write
@@ -22,9 +24,18 @@ def test_demo_memes_convert_offline_with_flags(lead, make_user, tmp_path, django
     writer = make_user("annotator1")
     project = project_with_members("demo-vikr", preset="vikr", lead=[lead], annotator=[writer])
     ready(writer, project)
-    source = tmp_path / "src"
+    source, english = tmp_path / "src", tmp_path / "en"
     write_demo_source(source, limit=8)
+    write_demo_source(english, limit=8)
     demo_vikr_write(source)
+    rows = {r["source_id"]: r for r in map(json.loads, (source / "manifest.jsonl").read_text("utf-8").splitlines())}
+    assert {sid: r["language"] for sid, r in rows.items()} == {
+        sid: "zh" if "\u4e00" <= text[0] <= "\u9fff" else "en" for sid, (text, _) in DEMO_VIKR.items()
+    }
+    if cjk_font_file():  # the Chinese memes are drawn again with their Chinese caption
+        for sid, r in rows.items():
+            redrawn = (source / r["image"]).read_bytes() != (english / r["image"]).read_bytes()
+            assert redrawn == (r["language"] == "zh"), sid
     demo_vikr_load(project=project)
     job = import_job_run(job=import_job_create(project=project, user=lead, source_name="demo"), path=source)
     assert job.imported == len(DEMO_VIKR)
