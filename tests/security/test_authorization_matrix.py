@@ -210,6 +210,9 @@ POLICY: dict[str, Policy] = {
     "api_evaluation_predictions": Policy(roles(L, S)),
     # the model stages of a workflow (vikr conversion): the leads'
     "conversions_page": Policy(roles(L), GP),
+    "api_conversions": Policy(roles(L)),
+    "api_conversions_retry": Policy(roles(L), P),
+    "api_conversion": Policy(roles(L)),
     "api_export_job": Policy(roles(L), ids={"job_id": "export_job"}),
     # quality (anchoring names models and annotators: leads only)
     "quality_dashboard": Policy(roles(L)),
@@ -279,6 +282,7 @@ DEFAULT_IDS = {
     "study_item_id": "study_item",
     "reexplanation_id": "reexplanation_own",
     "action": "study_action",
+    "conversion_id": "conversion",
 }
 #: Kwargs that number objects within a project (release v1 of every project): they cannot
 #: name another project's object, so the "foreign ids" request keeps the own value.

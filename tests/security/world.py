@@ -26,6 +26,7 @@ from adjudication.services import adjudication_next, gold_decide
 from annotation.factories import MEME3W_HARMFUL, claim, items_open, ready
 from annotation.services import annotation_save_draft
 from candidates.factories import MODEL_NAMES, PROVIDER_NAMES, candidates_create
+from candidates.models import Conversion
 from candidates.services import candidate_job_start
 from exports.factories import gold_create, items_import, recompressed
 from exports.models import NearDuplicatePair
@@ -254,6 +255,9 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
             verdict=verdict,
         )
 
+    # A finished model-stage conversion (vikr's LLM stage) of a gold item: its reply is the leads'.
+    conversion = Conversion.objects.create(item=items["g0"], stage=1, status="done", raw_reply="{}", values={})
+
     world = World(project=project, users=u, items=items)
     world.ids.update(
         {
@@ -289,6 +293,7 @@ def build_world(slug: str, folder: Path, *, users: dict[str, object] | None = No
             "study_item_conflict": conflict.pk,
             "reexplanation_own": own_reexplanation.pk,
             "reexplanation_judged": judged.pk,
+            "conversion": conversion.pk,
         }
     )
     return world
