@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand
 from annotation.models import Annotation
 from candidates.demo import demo_candidates_load
 from candidates.services import items_start_annotation
-from evaluation.demo import demo_leaderboard
+from evaluation.demo import demo_leaderboard, demo_vikr_evaluation_load
 from exports.services import export_job_run, export_job_start, near_duplicates_detect
 from projects.demo import DEMO_PASSWORD_SUFFIX, DEMO_USERS, write_demo_source
 from projects.imports import import_job_create, import_job_run
@@ -65,6 +65,11 @@ class Command(BaseCommand):
             )
             if preset == "vikr":  # stage 1 has no candidates: its items go straight to annotation
                 items_start_annotation(project=project)
+                # Nothing is annotated, converted or released: the lead runs the pipeline. The two
+                # demo models' explanation files and the two replay judges wait for the release.
+                models = demo_vikr_evaluation_load(
+                    project=project, folder=settings.VAR_DIR / "demo_source" / f"{slug}-models"
+                )
             else:
                 demo_candidates_load(project=project, lead=users["lead"])  # replay "model-1/2/3": offline
             near_duplicates_detect(project=project)  # near-duplicate pairs for the review queue
@@ -72,6 +77,11 @@ class Command(BaseCommand):
                 self._simulate(project, users, quiet=quiet)
             if not quiet:
                 self.stdout.write(f"{name}: {project.items.count()} items ({job.imported} new, {job.refused} refused)")
+                if preset == "vikr":
+                    self.stdout.write(
+                        "  after its first release, submit the demo models' explanations on the leaderboard and "
+                        "judge them with Judge A/B (replay): " + ", ".join(str(p) for p in models.values())
+                    )
         if not quiet:
             self.stdout.write("Demo logins (username / password):")
             for username in [*DEMO_USERS, "admin"]:
