@@ -38,11 +38,11 @@ from evaluation.demo import VIKR_JUDGE_FILE, VIKR_JUDGES, VIKR_MODELS, demo_vikr
 from evaluation.judging import judge_replay_key
 from evaluation.models import CalibrationSet, JudgeVerdict, Submission
 from evaluation.selectors import leaderboard
+from evaluation.tests.vikr import fake_judge
 from exports.models import Release
 from exports.selectors import release_dir
-from projects.factories import user_create
 from projects.models import Project, Stage
-from projects.services import membership_add, project_settings_save
+from projects.services import project_settings_save
 from studies.models import Reexplanation, Study, StudyItem
 from studies.selectors import study_report
 from workflow.demo import CONVERTER, DEMO_VIKR
@@ -122,6 +122,11 @@ def test_load_demo_leaves_demo_vikr_ready_to_run_and_runs_nothing(monkeypatch, s
     providers = Provider.objects.filter(project=project)
     assert sorted(p.name for p in providers) == sorted([CONVERTER, *VIKR_JUDGES])
     assert project.get_workflow().stage(1).model["provider"] == CONVERTER
+    # six people for the independence study: the auditor also reviews here (and only here)
+    assert set(project.memberships.filter(user__username="auditor").values_list("role", flat=True)) == {
+        "auditor",
+        "reviewer",
+    }
     ids = {i.source_id: i.pk for i in project.items.all()}
     folder = settings.VAR_DIR / "demo_source" / f"{SLUG}-models"
     for model in VIKR_MODELS:
@@ -285,9 +290,11 @@ def test_memebench_pipeline_on_the_demo_vikr_project(
     assert golds["demo-04"].provenance["visual"]["edited"] is False
 
     # ---------------------------------------------------------------- 4. independence study
-    blind = [users["annotator3"], user_create("annotator4")]
-    membership_add(project=project, user=blind[1], role="annotator")
-    judge = users["reviewer"]  # the third person; the lead adjudicates
+    # The demo's own people: annotator1/2 wrote and checked every reference, so annotator3 and
+    # the reviewer re-explain blind, the auditor (a reviewer in demo-vikr too) judges, the lead
+    # adjudicates.
+    blind = [users["annotator3"], users["reviewer"]]
+    judge = users["auditor"]
     as_ = {u.username: _client(u) for u in [lead, judge, *blind]}
     response = as_["lead"].post(
         f"/p/{SLUG}/studies/new",
@@ -383,6 +390,8 @@ def test_memebench_pipeline_on_the_demo_vikr_project(
     assert report["removals"]["count"] == 0
     page = as_["lead"].get(f"/p/{SLUG}/studies/{study.pk}/").content.decode()
     assert "<strong>75%</strong>" in page and "3 of 4 decided items" in page
+    api = as_["lead"].get(f"/api/projects/{SLUG}/studies/{study.pk}/report/")
+    assert api.status_code == 200 and api.json()["compatible"]["ci"] == report["compatible"]["ci"]
 
     # ---------------------------------------------------------------- 5. the release
     # MemeBench is an evaluation set ("all experiments use the full benchmark"): all in test.
@@ -588,3 +597,36 @@ def test_memebench_pipeline_on_the_demo_vikr_project(
         key = judge_replay_key(str(line["item_id"]), line["explanation"])
         assert {(name, key) for name in VIKR_JUDGES} <= keys
     assert len(keys) == len(replay)
+
+    # ---------------------------------------------------------------- 9. a real SDK judge
+    # The lead re-judges v1's thorough model with an OpenAI judge (the fake server grades an
+    # item pass when the response states its text) next to Judge B: the request carries the
+    # QC'd checklist, so demo-02's edited V2 ("一把叉子放在杯旁", which the demo response made
+    # from the converted text does not state) fails, and the judge never sees the model's name.
+    gpt_judge = provider_create(
+        project=project,
+        name="gpt-judge",
+        kind="openai",
+        model="gpt-judge",
+        base_url=f"{fake_llm.url}/v1",
+        api_key_env="CONCORD_TEST_OPENAI_KEY",
+        requests_per_minute=6000,
+        timeout_seconds=5,
+    )
+    fake_llm.reply_by_model = {"gpt-judge": fake_judge()}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = as_["lead"].post(
+            board_url + "judge/", {"submission": subs[0].pk, "judge_1": gpt_judge.pk, "judge_2": judges[1].pk}
+        )
+    assert response.status_code == 302
+    sent = fake_llm.for_model("gpt-judge")
+    assert len(sent) == 6 and all(VIKR_MODELS[0] not in r.user_text and r.image_bytes for r in sent)
+    demo02 = next(r.user_text for r in sent if "一把叉子放在杯旁" in r.user_text)
+    checklist = demo02.split("RESPONSE TO GRADE")[0]
+    assert "- V2: 一把叉子放在杯旁" in checklist and "佐格星人的叉子" not in checklist
+    subs[0].refresh_from_db()
+    figs = subs[0].scores["figures"]
+    assert {k: figs[k]["value"] for k in ("V", "I", "K", "R", "success", "judge1.success")} == pytest.approx(
+        {"V": 5 / 6, "I": 3 / 6, "K": 1, "R": 5 / 6, "success": 2 / 6, "judge1.success": 4 / 6}
+    )
+    assert [j["name"] for j in subs[0].scores["judges"]] == ["gpt-judge", VIKR_JUDGES[1]]

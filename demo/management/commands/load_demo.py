@@ -27,6 +27,10 @@ DEMO_PROJECTS = [
     # MemeBench's construction (explanations -> LLM checklists -> QC), half Chinese, a replay converter.
     ("demo-vikr", "Demo: MemeBench VIKR", "vikr", 8),
 ]
+#: Roles a demo user has in one project on top of DEMO_USERS'. MemeBench's independence study
+#: needs six people per item (the reference's writer, its QC reviewer, two blind re-explainers,
+#: a judge, an independent adjudicator): in demo-vikr the auditor also reviews, and judges.
+EXTRA_ROLES = {"demo-vikr": {"auditor": ["reviewer"]}}
 
 
 class Command(BaseCommand):
@@ -53,7 +57,7 @@ class Command(BaseCommand):
                 name=name, slug=slug, preset=preset, lead=users["lead"]
             )
             for username, roles in DEMO_USERS.items():
-                for role in roles:
+                for role in [*roles, *EXTRA_ROLES.get(slug, {}).get(username, [])]:
                     membership_add(project=project, user=users[username], role=role)
             source = settings.VAR_DIR / "demo_source" / slug
             write_demo_source(source, limit=limit)
