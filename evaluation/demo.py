@@ -101,9 +101,10 @@ def _vikr_decisions(judge: int, k: int, checklist, explanation: str) -> dict:
 
 
 def vikr_demo_responses(*, plan: dict, golds: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
-    """The demo models' explanation lines per model for ``golds`` (``[{"item_id", "gold"}]``,
-    the k-th gold the k-th demo meme), and the two replay judges' replay lines (one per judge
-    and response, keyed by evaluation.judging.judge_replay_key)."""
+    """The demo models' explanation lines per model for ``golds`` (``[{"item_id", "gold"}]``;
+    a gold's position k decides the planted misses, see _vikr_explanation and _vikr_decisions),
+    and the two replay judges' replay lines (one per judge and response, keyed by
+    evaluation.judging.judge_replay_key)."""
     rows_by_model: dict[str, list[dict]] = {}
     replay_lines = []
     for model in VIKR_MODELS:
