@@ -1,6 +1,8 @@
 """Demo leaderboard: the simulated team's release gets an uploaded baseline predictions file
 and its three hidden candidate models (replayed "model-1/2/3") on the test split; a VIKR
-release gets two submitted models scored by two replay judges (demo_vikr_leaderboard)."""
+release gets two submitted models scored by two replay judges (demo_vikr_leaderboard), and
+the demo vikr project gets those models' files and judges before it has a release
+(demo_vikr_evaluation_load), for its lead to submit and judge."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from evaluation.services import candidate_submissions_enter, submission_create
 from exports.models import Release
 from metrics import evaluation as ev
 from projects.demo import demo_truth
+from projects.evaluation import evaluation_plan
+from workflow.demo import DEMO_VIKR
 
 
 def demo_baseline_file(*, release: Release, split: str, folder: Path) -> Path:
@@ -96,13 +100,11 @@ def _vikr_decisions(judge: int, k: int, checklist, explanation: str) -> dict:
     return out
 
 
-def vikr_demo_material(*, release: Release, split: str) -> tuple[dict[str, list[dict]], list[dict]]:
-    """The demo models' explanation lines per model, and the two replay judges' replay lines
-    (one per judge and response, keyed by evaluation.judging.judge_replay_key)."""
-    plan = release_plan(release)
-    if plan.get("kind") != ev.CHECKLIST_JUDGES:
-        raise ValueError(f"release v{release.number} is not a VIKR release (its plan is not scored by judges)")
-    golds = release_gold(release, split).golds
+def vikr_demo_responses(*, plan: dict, golds: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
+    """The demo models' explanation lines per model for ``golds`` (``[{"item_id", "gold"}]``;
+    a gold's position k decides the planted misses, see _vikr_explanation and _vikr_decisions),
+    and the two replay judges' replay lines (one per judge and response, keyed by
+    evaluation.judging.judge_replay_key)."""
     rows_by_model: dict[str, list[dict]] = {}
     replay_lines = []
     for model in VIKR_MODELS:
@@ -123,11 +125,28 @@ def vikr_demo_material(*, release: Release, split: str) -> tuple[dict[str, list[
     return rows_by_model, replay_lines
 
 
+def vikr_demo_material(*, release: Release, split: str) -> tuple[dict[str, list[dict]], list[dict]]:
+    """vikr_demo_responses for the gold of a published VIKR release's split."""
+    plan = release_plan(release)
+    if plan.get("kind") != ev.CHECKLIST_JUDGES:
+        raise ValueError(f"release v{release.number} is not a VIKR release (its plan is not scored by judges)")
+    return vikr_demo_responses(plan=plan, golds=release_gold(release, split).golds)
+
+
 def vikr_demo_judges(*, project, replay_lines: list[dict]) -> list[Provider]:
-    """The two replay judge providers of the demo, their replay file written (idempotent)."""
+    """The two replay judge providers of the demo, ``replay_lines`` added to their replay file
+    (a line for the same judge and request replaced; idempotent)."""
     replay = replay_file_path(project.pk, VIKR_JUDGE_FILE)
     replay.parent.mkdir(parents=True, exist_ok=True)
-    replay.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in replay_lines), encoding="utf-8")
+    new = {(r["model"], r["replay_key"]) for r in replay_lines}
+    kept = []
+    if replay.is_file():
+        for line in replay.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line) if line.strip() else None
+            if isinstance(row, dict) and (row.get("model"), row.get("replay_key")) not in new:
+                kept.append(row)
+    rows = kept + replay_lines
+    replay.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     judges = []
     for name in VIKR_JUDGES:
         provider = Provider.objects.filter(project=project, name=name).first() or provider_create(
@@ -143,19 +162,48 @@ def vikr_demo_judges(*, project, replay_lines: list[dict]) -> list[Provider]:
     return judges
 
 
+def vikr_model_file(folder: Path, model: str, suffix: str) -> Path:
+    return folder / f"vikr-{model.split()[0].lower()}-{suffix}.jsonl"
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def demo_vikr_evaluation_load(*, project, folder: Path) -> dict[str, Path]:
+    """What the lead of the demo vikr project needs to evaluate the release they will build,
+    without running anything now (as the other demo projects leave their models ready): the
+    two demo models' explanation files in ``folder`` (one line per demo meme, by item id; a
+    meme QC removes is reported as not in the release) and the two replay judges, whose replay
+    file holds their decisions on exactly these responses. The decisions are made against the
+    checklists the demo converter writes (workflow.demo.DEMO_VIKR), which QC starts from; an
+    item QC adds has no replayed decision and counts as failed (reported as undecided).
+    Idempotent. Returns {model name: its file}."""
+    plan = evaluation_plan(schema=project.schema, preset=project.preset)
+    items = sorted(project.items.filter(source_id__in=DEMO_VIKR).values_list("source_id", "pk"))
+    golds = [{"item_id": pk, "gold": DEMO_VIKR[sid][1]} for sid, pk in items]
+    rows_by_model, replay_lines = vikr_demo_responses(plan=plan, golds=golds)
+    vikr_demo_judges(project=project, replay_lines=replay_lines)
+    paths = {}
+    for model, rows in rows_by_model.items():
+        paths[model] = vikr_model_file(folder, model, project.slug)
+        _write_rows(paths[model], rows)
+    return paths
+
+
 def demo_vikr_leaderboard(*, release: Release, user, folder: Path, split: str = "test") -> list[Submission]:
     """On a published VIKR release: submit two models' explanations, set up two replay judges
     and score both submissions with them (in this process, no broker). Idempotent:
     submissions are made once, a judged one is left alone, stored verdicts are reused.
     Returns the two submissions, judged."""
     rows_by_model, replay_lines = vikr_demo_material(release=release, split=split)
-    folder.mkdir(parents=True, exist_ok=True)
     subs = []
     for model, rows in rows_by_model.items():
         sub = Submission.objects.filter(release=release, split=split, model_name=model).first()
         if sub is None:
-            path = folder / f"vikr-{model.split()[0].lower()}-v{release.number}-{split}.jsonl"
-            path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+            path = vikr_model_file(folder, model, f"v{release.number}-{split}")
+            _write_rows(path, rows)
             with open(path, "rb") as fh:
                 sub = submission_create(
                     user=user,

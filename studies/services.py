@@ -43,6 +43,8 @@ REMOVAL_REASONS = {
     "safety": "Safety",
     "other": "Other",
 }
+#: The construction step a study's removal is counted under in the datasheet.
+STUDY_STEP = "independence study"
 
 
 # ---------------------------------------------------------------- drawing
@@ -542,7 +544,9 @@ def study_item_remove(*, study_item: StudyItem, lead, reason: str, note: str = "
             kind="excluded",
             actor=lead,
             old={"stage": old_stage},
-            new={"reason": text[:500], "study": locked.study_id},
+            # "flag" and "stage_name" as a workflow flag's event has them: the datasheet's
+            # construction counts (exports) count the removal by reason and by the step.
+            new={"reason": text[:500], "study": locked.study_id, "flag": reason, "stage_name": STUDY_STEP},
         )
     locked.refresh_from_db()
     return locked

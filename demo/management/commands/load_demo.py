@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand
 from annotation.models import Annotation
 from candidates.demo import demo_candidates_load
 from candidates.services import items_start_annotation
-from evaluation.demo import demo_leaderboard
+from evaluation.demo import demo_leaderboard, demo_vikr_evaluation_load
 from exports.services import export_job_run, export_job_start, near_duplicates_detect
 from projects.demo import DEMO_PASSWORD_SUFFIX, DEMO_USERS, write_demo_source
 from projects.imports import import_job_create, import_job_run
@@ -27,6 +27,10 @@ DEMO_PROJECTS = [
     # MemeBench's construction (explanations -> LLM checklists -> QC), half Chinese, a replay converter.
     ("demo-vikr", "Demo: MemeBench VIKR", "vikr", 8),
 ]
+#: Roles a demo user has in one project on top of DEMO_USERS'. MemeBench's independence study
+#: needs six people per item (the reference's writer, its QC reviewer, two blind re-explainers,
+#: a judge, an independent adjudicator): in demo-vikr the auditor also reviews, and judges.
+EXTRA_ROLES = {"demo-vikr": {"auditor": ["reviewer"]}}
 
 
 class Command(BaseCommand):
@@ -53,7 +57,7 @@ class Command(BaseCommand):
                 name=name, slug=slug, preset=preset, lead=users["lead"]
             )
             for username, roles in DEMO_USERS.items():
-                for role in roles:
+                for role in [*roles, *EXTRA_ROLES.get(slug, {}).get(username, [])]:
                     membership_add(project=project, user=users[username], role=role)
             source = settings.VAR_DIR / "demo_source" / slug
             write_demo_source(source, limit=limit)
@@ -65,6 +69,11 @@ class Command(BaseCommand):
             )
             if preset == "vikr":  # stage 1 has no candidates: its items go straight to annotation
                 items_start_annotation(project=project)
+                # Nothing is annotated, converted or released: the lead runs the pipeline. The two
+                # demo models' explanation files and the two replay judges wait for the release.
+                models = demo_vikr_evaluation_load(
+                    project=project, folder=settings.VAR_DIR / "demo_source" / f"{slug}-models"
+                )
             else:
                 demo_candidates_load(project=project, lead=users["lead"])  # replay "model-1/2/3": offline
             near_duplicates_detect(project=project)  # near-duplicate pairs for the review queue
@@ -72,6 +81,11 @@ class Command(BaseCommand):
                 self._simulate(project, users, quiet=quiet)
             if not quiet:
                 self.stdout.write(f"{name}: {project.items.count()} items ({job.imported} new, {job.refused} refused)")
+                if preset == "vikr":
+                    self.stdout.write(
+                        "  after its first release, submit the demo models' explanations on the leaderboard and "
+                        "judge them with Judge A/B (replay): " + ", ".join(str(p) for p in models.values())
+                    )
         if not quiet:
             self.stdout.write("Demo logins (username / password):")
             for username in [*DEMO_USERS, "admin"]:
