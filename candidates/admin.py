@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from candidates.models import Candidate, CandidateJob, CandidateTask, Provider, RateLimitSlot
+from candidates.models import Candidate, CandidateJob, CandidateTask, Conversion, ConversionJob, Provider, RateLimitSlot
 from core.admin import JobAdmin, ReadOnlyAdmin
 
 
@@ -42,3 +42,15 @@ class CandidateAdmin(ReadOnlyAdmin):
 @admin.register(RateLimitSlot)
 class RateLimitSlotAdmin(ReadOnlyAdmin):
     list_display = ["provider", "tat"]
+
+
+@admin.register(ConversionJob)
+class ConversionJobAdmin(JobAdmin):
+    """The LLM stage of a workflow (vikr conversion) as a job."""
+
+
+@admin.register(Conversion)
+class ConversionAdmin(ReadOnlyAdmin):
+    list_display = ["id", "item_id", "stage", "status", "provider", "model_name", "attempts", "finished_at"]
+    list_filter = ["status", "stage", "provider"]
+    search_fields = ["raw_reply", "error", "model_name"]

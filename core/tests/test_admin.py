@@ -9,7 +9,18 @@ from django.urls import reverse
 
 pytestmark = pytest.mark.django_db
 
-OURS = {"core", "projects", "candidates", "annotation", "adjudication", "workflow", "quality", "exports"}
+OURS = {
+    "core",
+    "projects",
+    "candidates",
+    "annotation",
+    "adjudication",
+    "workflow",
+    "quality",
+    "studies",
+    "exports",
+    "evaluation",
+}
 READ_ONLY = {"goldrecord", "annotationrevision", "release", "historyevent", "annotation", "importjob", "exportjob"}
 
 
