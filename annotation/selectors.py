@@ -245,6 +245,10 @@ class Workspace:
         return any(f.region for f in self.fields)
 
     @property
+    def has_mention(self) -> bool:
+        return any(f.mention for f in self.fields)
+
+    @property
     def candidate_rows(self) -> list[tuple[FieldView, list[tuple[str, CandidateFieldView | None]]]]:
         """Fields x candidates for the side-by-side table: (letter, field or None when the
         candidate lacks it, e.g. removed as malformed)."""

@@ -156,6 +156,7 @@ def _workspace_page(request, slug, item_id, kind):
             "state_json": json.dumps(ws.state),
             "candidates_json": json.dumps({c.letter: c.values for c in ws.candidates}),
             "has_boxes": ws.has_region,
+            "has_mention": ws.has_mention,
             "blur": bool(pref and pref.blur_images),
             "auto_advance": pref.auto_advance if pref else True,
             "item_lang": item_lang(ws.item),
