@@ -48,6 +48,18 @@ Measured on the shared 2-core dev machine (load average 4-6 from other work; 202
     release build, end to end        82.2   60.6      6.2       45  |   411 / 303  (goal 120: NO;
                                                                          RSS flat: ~45 MB, goal 300)
 
+Same machine, quiet (load average < 1), 2026-12-01 evening, 50,000 items, --reuse, before
+(64b2b3d) and after this round's changes (weekly series from the per-item contributions,
+visibility once per condition, orjson reads and writes, split lookups by dict):
+
+    stage                          before wall / CPU s   after wall / CPU s   speed-up (wall)
+    agreement report (meme3w)          13.4 / 12.9           7.7 /  7.0          1.74x
+    agreement report (aha, 3 ann.)     21.4 / 20.9          10.8 /  9.9          1.98x
+    release build, end to end          73.6 / 72.8          48.6 / 46.9          1.51x  (RSS+ 97 -> 108 MB)
+
+Linear to 1M: ~155 s / ~215 s per report and ~970 s per release: the goals (60 s, 120 s) are
+still NOT met.
+
 Where the report's CPU goes at 200k (meme3w / aha, s): reading the annotations into units
 (quality.reports.report_units: JSON and timestamps decoded per row by Django, grouping)
 17 / 30; the per-item contributions of every field (quality.agreement._field: in_scope,
