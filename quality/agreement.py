@@ -152,13 +152,6 @@ class Unit:
     completed_at: datetime | None = None
 
 
-def in_scope(schema, plan: FieldPlan, unit: Unit, scope: str) -> bool:
-    if not plan.conditional or scope == "all":
-        return True
-    visible = [schema.is_visible(plan.spec, v) for v in unit.values]
-    return all(visible) if scope == "both" else any(visible)
-
-
 def _condition_key(schema, spec: dict) -> str:
     """The chain of visible_if conditions a field depends on (fields sharing it share the answer)."""
     chain = []
@@ -188,7 +181,8 @@ def _visibility(schema, spec: dict, units: list[Unit], cache: dict) -> list[tupl
 
 
 def scope_mask(schema, plan: FieldPlan, units: list[Unit], scope: str, cache: dict | None = None) -> np.ndarray:
-    """``in_scope`` of every unit at once (bench/scale.py: the per-unit form cost ~30% of a report)."""
+    """Per unit: is the field scored on it under ``scope`` (every record, or at least one, makes it
+    visible), for all units at once (bench/scale.py: a per-unit test cost ~30% of a report)."""
     n = len(units)
     if not plan.conditional or scope == "all":
         return np.ones(n, dtype=bool)
