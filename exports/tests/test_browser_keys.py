@@ -78,3 +78,33 @@ def test_pairs_are_judged_with_keys_and_undone(page, browser_login, live_server,
         f"= {n / elapsed * 60:.0f} pairs per minute (150 ms between keys, server round trips included)"
     )
     assert page.console_errors == []
+
+
+def test_keys_faster_than_the_server_queue_on_the_page_and_never_submit_natively(
+    page, browser_login, live_server, sixty_pairs, reviewer
+):
+    """A judgement, its undo and a new judgement of the same pair, pressed with no pause: the
+    later ones wait for each answer (and for htmx to wire the card it swaps in), so the page is
+    never left by a native form submission and the pair ends in the last state asked for."""
+    project = sixty_pairs
+    browser_login(reviewer)
+    page.goto(f"{live_server.url}/p/{project.slug}/duplicates/?status=unreviewed")
+    page.wait_for_selector("#pairs[data-ready]")
+    page.evaluate("() => { window.__samePage = true; }")
+    first = page.locator(".nd-pair").first
+    pk = int(first.get_attribute("id").removeprefix("pair-"))
+    for _ in range(4):
+        page.keyboard.press("s")
+        page.keyboard.press("u")
+        page.keyboard.press("d")
+        page.keyboard.press("u")
+        page.wait_for_timeout(25)  # about htmx's settle delay: the window in which a card is not wired
+    page.keyboard.press("s")
+    page.wait_for_function(
+        "() => !document.querySelector('#pairs form.htmx-request, #pairs .htmx-added')", timeout=15000
+    )
+    page.wait_for_timeout(300)
+    page.wait_for_function("() => !document.querySelector('#pairs form.htmx-request')", timeout=15000)
+    assert page.evaluate("() => window.__samePage === true"), "the page was left by a native form submission"
+    assert NearDuplicatePair.objects.get(pk=pk).status == "same"
+    assert page.console_errors == []

@@ -44,14 +44,30 @@ function init(list) {
   // A card whose answer is still out has a stale form (its expected_status is the state before
   // that request): what is asked of it meanwhile (an undo, a second judgement) waits in `queued`
   // and goes out when its answer is in, so keys pressed faster than the server never lose work.
+  // A card just swapped in is not wired yet either: htmx processes new content only when it
+  // settles (20 ms later; until then the card has the class htmx-added), and a click on its
+  // button in that window would submit the form natively, leaving the page mid-run.
   const queued = new Map(); // pair id -> decision to send when its answer is in
-  const inFlight = (id) => Boolean(cardById(id)?.querySelector("form.htmx-request"));
+  const inFlight = (id) => {
+    const card = cardById(id);
+    return Boolean(card && (card.classList.contains("htmx-added") || card.querySelector("form.htmx-request")));
+  };
+  const sent = new Map(); // pair id -> the decision of its request in flight
   function send(id, decision) {
     if (inFlight(id)) { queued.set(id, decision); return true; }
     const btn = cardById(id)?.querySelector(`button[name="decision"][value="${decision}"]`);
     if (!btn || btn.disabled) return false;
+    sent.set(id, decision);
     btn.click();
     return true;
+  }
+  // The state a pair will have once what was asked of it is done: the queued decision, else the
+  // one in flight, else the state its card shows (judging against the card alone would take a
+  // key pressed while an undo is in flight for "already so" and drop it).
+  function stateOf(id, card) {
+    if (queued.has(id)) return queued.get(id);
+    if (sent.has(id) && card.querySelector("form.htmx-request")) return sent.get(id);
+    return card.dataset.status;
   }
   function drain() {
     for (const [id, decision] of [...queued]) {
@@ -60,11 +76,18 @@ function init(list) {
       send(id, decision);
     }
   }
-  const idle = () => queued.size === 0 && !list.querySelector("form.htmx-request");
+  // The same window for a mouse click: the judgement waits for the card to be wired.
+  list.addEventListener("submit", (e) => {
+    const card = e.target.closest(".nd-pair");
+    if (!card || !card.classList.contains("htmx-added")) return;
+    e.preventDefault();
+    if (e.submitter?.value) queued.set(card.id.replace("pair-", ""), e.submitter.value);
+  }, true);
+  const idle = () => queued.size === 0 && !list.querySelector("form.htmx-request, .nd-pair.htmx-added");
   function judge(card, decision) {
     if (!card) return;
     const id = card.id.replace("pair-", "");
-    const previous = queued.get(id) || card.dataset.status;
+    const previous = stateOf(id, card);
     if (previous === decision) { announce(`Already ${decision}`); return; }
     if (!send(id, decision)) { announce(`Already ${decision}`); return; }
     undo.push({ id, previous });
