@@ -134,6 +134,47 @@ def test_a_candidate_item_with_the_keyboard_only_then_the_next_item(
     assert page.console_errors == []
 
 
+def test_alt_letter_takes_a_candidate_whole_and_submits_and_the_button_does_the_same(
+    page, browser_login, live_server, project, item_with_candidates, annotator_a
+):
+    """One action for an item a candidate gets right: Alt+letter (or "+ submit" under the
+    candidate) takes it whole and submits; keys typed into a text box never do it."""
+    mine = item_with_candidates
+    browser_login(annotator_a)
+    open_workspace(page, live_server, project, mine.item_id)
+    full = letter_of(page, "target_entity", "people from Planet Zorg")
+    # Typing: Alt+letter in a text box is the text box's, not a shortcut (nothing is submitted).
+    page.keyboard.press("1")  # harmful: the entity's text box appears
+    page.locator("input[name=target_entity]").focus()
+    page.keyboard.press(f"Alt+{full}")
+    page.wait_for_timeout(300)
+    assert Annotation.objects.get(pk=mine.pk).status == "draft"
+    page.keyboard.press("Escape")
+    page.keyboard.press(f"Alt+{full}")
+    page.wait_for_url(re.compile(rf"/p/{project.slug}/annotate/(?!{mine.item_id}/)\d+/$"))
+    page.wait_for_selector("#workspace.ready")
+    a = Annotation.objects.get(pk=mine.pk)
+    assert a.status == "submitted"
+    assert a.values == {
+        "label": "harmful",
+        "target_category": "group background",
+        "target_entity": "people from Planet Zorg",
+        "text_mention": "people from Planet Zorg",
+        "visual_region": [[10, 20, 300, 400]],
+    }
+    assert {p["letter"] for p in a.provenance.values()} == {full}
+    assert not any(p.get("edited") for p in a.provenance.values())
+    # The second item, with the mouse: "+ submit" under the non-harmful candidate.
+    second = Annotation.objects.get(annotator=annotator_a, status="draft")
+    none = letter_of(page, "label", "non-harmful")
+    page.locator(f'[data-use-all-submit="{none}"]').click()
+    expect(page.locator("#workspace")).to_have_count(0, timeout=10000)
+    second.refresh_from_db()
+    assert second.status == "submitted"
+    assert second.values["label"] == "non-harmful"
+    assert page.console_errors == []
+
+
 def test_option_keys_choose_and_move_on_and_exclusive_checkboxes(
     page, browser_login, live_server, lead, tmp_path, make_user, project, item_with_candidates, annotator_a
 ):

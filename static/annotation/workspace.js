@@ -381,7 +381,7 @@ function init(root) {
   // ---------------------------------------------------------------- candidates
   function useAll(letter) {
     const cand = candidates[letter];
-    if (!cand || !editable) return;
+    if (!cand || !editable) return false;
     // Parents first (schema order), so that conditional fields see their parent's new value.
     for (const f of fields) {
       if (f.name in cand) {
@@ -395,6 +395,13 @@ function init(root) {
     changed({ name: `*${letter}` });
     announce(`Took candidate ${letter}`);
     setCurrent(firstAlone(letter) || nextDiffering(null) || current || visibleFields()[0]);
+    return true;
+  }
+  // Alt+letter (or "Use all and submit"): the candidate whole, submitted at once (then the next
+  // item, with auto-advance). Nothing is pre-filled: the annotator still chooses the candidate
+  // after reading it, so the page does not anchor anyone on a model's answer.
+  function useAllAndSubmit(letter) {
+    if (useAll(letter)) form.requestSubmit();
   }
   function useField(f, letter) {
     const cand = candidates[letter];
@@ -407,6 +414,9 @@ function init(root) {
     setCurrent(nextDiffering(f) || vis[vis.indexOf(f) + 1] || f);
   }
   document.querySelectorAll("[data-use-all]").forEach((b) => b.addEventListener("click", () => useAll(b.dataset.useAll)));
+  document.querySelectorAll("[data-use-all-submit]").forEach((b) =>
+    b.addEventListener("click", () => useAllAndSubmit(b.dataset.useAllSubmit)),
+  );
   document.querySelectorAll("[data-use-field]").forEach((b) => {
     b.addEventListener("click", () => {
       const cand = candidates[b.dataset.letter] || {};
@@ -658,6 +668,13 @@ function init(root) {
     if (skipForm && skipForm.contains(t)) { if (skipKey(e)) e.preventDefault(); return; }
     if (ctrl && !e.altKey && (e.key === "z" || e.key === "Z")) { e.preventDefault(); if (e.shiftKey) redo(); else undo(); return; }
     if (ctrl && !e.altKey && (e.key === "y" || e.key === "Y")) { e.preventDefault(); redo(); return; }
+    // Alt+letter: by the key's position (e.code), since Option+A on a Mac types "å".
+    const altLetter = /^Key[A-Z]$/.test(e.code || "") ? e.code.slice(3) : "";
+    if (e.altKey && !ctrl && !e.shiftKey && letters.includes(altLetter)) {
+      e.preventDefault();
+      useAllAndSubmit(altLetter);
+      return;
+    }
     if (ctrl || e.altKey) return; // the browser's own shortcuts
     const key = e.key;
     const letter = key.length === 1 ? key.toUpperCase() : "";
