@@ -15,6 +15,7 @@ from projects.models import (
     ItemOcr,
     ItemVariant,
     Membership,
+    OcrChunk,
     OcrJob,
     Project,
     SchemaVersion,
@@ -139,6 +140,13 @@ class ImportChunkAdmin(ReadOnlyAdmin):
 @admin.register(OcrJob)
 class OcrJobAdmin(JobAdmin):
     list_display = [*JobAdmin.list_display, "items_read", "texts_filled", "unreadable"]
+
+
+@admin.register(OcrChunk)
+class OcrChunkAdmin(ReadOnlyAdmin):
+    list_display = ["job", "number", "status", "items_done", "attempts", "heartbeat_at"]
+    list_filter = ["status"]
+    list_select_related = ["job"]
 
 
 @admin.register(ItemOcr)

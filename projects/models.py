@@ -351,10 +351,26 @@ class OcrJob(Job):
     items_read = models.PositiveIntegerField(default=0)
     texts_filled = models.PositiveIntegerField(default=0, help_text="Items whose text came from OCR.")
     unreadable = models.PositiveIntegerField(default=0)
+    planned = models.BooleanField(default=False, help_text="The items to read were split into chunks.")
 
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name = "OCR run"
+
+
+class OcrChunk(JobChunk):
+    """Up to projects.ocr.CHUNK_ITEMS items of an OCR run, read by whichever worker claims it.
+    Each item is stored in its own transaction and skipped once read, so a chunk taken over
+    from a lost worker goes on with the items still lacking a result; the job's counts are
+    read from what was stored when the last chunk ends (exact, whatever was retried)."""
+
+    job = models.ForeignKey(OcrJob, on_delete=models.CASCADE, related_name="chunks")
+    item_ids = models.JSONField(help_text="The items of this chunk (ids, ascending).")
+    items_done = models.PositiveIntegerField(default=0, help_text="Items read so far (progress).")
+
+    class Meta:
+        ordering = ["job", "number"]
+        constraints = [models.UniqueConstraint(fields=["job", "number"], name="uniq_ocr_chunk")]
 
 
 class WorkerHeartbeat(models.Model):

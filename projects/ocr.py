@@ -1,7 +1,10 @@
 """OCR of imported images and their text-free variants (MemeCap section 3.2), as one job kind.
 
 ``ocr_job_start`` queues an OcrJob over the project's items that have no ``ItemOcr`` yet; an
-import of a project with ``ocr_on_import`` starts one when it ends. Each item is read by
+import of a project with ``ocr_on_import`` starts one when it ends. The job splits those items
+into chunks of CHUNK_ITEMS (OcrChunk rows on core.jobs' chunk mechanism, as an import's rows
+are), one Celery task each, so any number of workers read them side by side; the last chunk to
+end publishes the counts, and the job's one progress bar counts the items of all chunks. Each item is read by
 lib.ocr (rapidocr's PP-OCRv4 models ship inside the package), its text-free variant is painted
 by lib.textfree (OpenCV inpainting of the OCR boxes), and both are stored in one transaction
 per item, so a job taken over from a lost worker resumes with the items still lacking a result
@@ -18,19 +21,35 @@ from __future__ import annotations
 import logging
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Sum
+from django.utils import timezone
 
 from core.errors import Invalid
-from core.jobs import Progress, job_enqueue, job_finish, job_run
+from core.jobs import (
+    MAX_ERROR,
+    JobCancelled,
+    Progress,
+    chunk_claim,
+    chunks_to_send,
+    job_enqueue,
+    job_finish,
+    job_run,
+    task_send,
+)
+from core.models import ACTIVE, JobStatus
 from lib.ocr import OcrError
 from lib.textfree import encode_image, text_free_from_ocr
 from projects.imaging import ImageRejected, check_image, image_path, store_image
-from projects.models import Item, ItemOcr, ItemVariant, OcrJob, Project, VariantSource
+from projects.models import Item, ItemOcr, ItemVariant, OcrChunk, OcrJob, Project, VariantSource
 
 log = logging.getLogger(__name__)
 
 ENGINE = "rapidocr-onnxruntime PP-OCRv4 (lib.ocr)"
 TEXTFREE = "textfree"
+#: Items per chunk: about 5-10 s of one core (OCR and inpainting take 0.2-0.4 s per meme), so
+#: the chunks of a run spread evenly over the workers and a lost one costs little to redo.
+CHUNK_ITEMS = 25
+CHUNK_TASK = "projects.ocr_chunk"
 
 
 def ocr_job_start(*, project: Project, user=None, enqueue: bool = True) -> OcrJob:
@@ -45,8 +64,14 @@ def ocr_job_start(*, project: Project, user=None, enqueue: bool = True) -> OcrJo
     return job
 
 
-def ocr_job_run(*, job_id: int) -> OcrJob | None:
-    return job_run(OcrJob, job_id, _ocr_work)
+def ocr_job_run(*, job_id: int, fan_out: bool = False) -> OcrJob | None:
+    """Run an OCR job: split the items still lacking a result into chunks, read them, publish.
+
+    ``fan_out`` (the Celery task): each chunk becomes a task of its own that any number of
+    workers run, and the last chunk to end finishes the job. Otherwise (the demo, tests) every
+    chunk runs here, in order."""
+    job = job_run(OcrJob, job_id, lambda job, progress: _ocr_work(job, progress, fan_out=fan_out))
+    return OcrJob.objects.get(pk=job_id) if job is not None else None
 
 
 def _pending(project: Project):
@@ -57,24 +82,105 @@ def _pending(project: Project):
     )
 
 
-def _ocr_work(job: OcrJob, progress: Progress) -> None:
-    project = job.project
-    total = job.items_read + _pending(project).count()
-    progress(job.items_read, total, phase="reading images", force=True)
-    counts = {"items_read": job.items_read, "texts_filled": job.texts_filled, "unreadable": job.unreadable}
-    while True:
-        batch = list(_pending(project)[:50])
-        if not batch:
-            break
-        for item in batch:
-            outcome = item_ocr_read(item=item)
-            counts["items_read"] += 1
-            counts["texts_filled"] += outcome == "text_filled"
-            counts["unreadable"] += outcome == "unreadable"
-            progress.fields.update(counts)
-            progress(counts["items_read"], max(total, counts["items_read"]), phase="reading images")
-    progress(counts["items_read"], counts["items_read"], phase="done", force=True)
-    job_finish(job, **counts)
+def _ocr_work(job: OcrJob, progress: Progress, *, fan_out: bool) -> None:
+    """The job's own task: plan the chunks (once), then run or send the open ones. A job taken
+    over from a lost worker plans nothing again and re-sends the chunks whose worker was lost."""
+    if not job.planned:
+        ids = list(_pending(job.project).values_list("id", flat=True))
+        chunks = [
+            OcrChunk(job=job, number=n, item_ids=ids[i : i + CHUNK_ITEMS])
+            for n, i in enumerate(range(0, len(ids), CHUNK_ITEMS))
+        ]
+        with transaction.atomic():
+            OcrChunk.objects.filter(job=job).delete()
+            OcrChunk.objects.bulk_create(chunks, batch_size=1000)
+            OcrJob.objects.filter(pk=job.pk).update(planned=True, progress_total=len(ids), progress_done=0)
+        progress.done, progress.total = 0, len(ids)
+    progress(phase="reading images", force=True)
+    for chunk_id in chunks_to_send(OcrChunk.objects.filter(job=job)):
+        if fan_out:
+            task_send(CHUNK_TASK, chunk_id)
+        else:
+            ocr_chunk_run(chunk_id=chunk_id)
+    ocr_finish_if_complete(job_id=job.pk)
+
+
+def ocr_chunk_run(*, chunk_id: int) -> OcrChunk | None:
+    """Read one chunk's items (a Celery task, or inline), then end the job if this was the last
+    open chunk. Claims the chunk with a conditional update, so of two deliveries one runs it."""
+    chunk = chunk_claim(OcrChunk, chunk_id)
+    if chunk is None:
+        return None
+    job = OcrJob.objects.select_related("project").get(pk=chunk.job_id)
+    try:
+        done = len(chunk.item_ids) - _pending(job.project).filter(pk__in=chunk.item_ids).count()
+        for item in _pending(job.project).filter(pk__in=chunk.item_ids).iterator(chunk_size=CHUNK_ITEMS):
+            item_ocr_read(item=item)
+            done += 1
+            _checkpoint(job, chunk, done)
+        _checkpoint(job, chunk, done, status=JobStatus.DONE)
+    except JobCancelled:
+        OcrChunk.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.CANCELLED, finished_at=timezone.now(), error="cancelled"
+        )
+    except Exception as exc:
+        log.exception("OCR job %s chunk %s failed", job.pk, chunk.number)
+        OcrChunk.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.FAILED, finished_at=timezone.now(), error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
+        )
+    ocr_finish_if_complete(job_id=job.pk)
+    return OcrChunk.objects.get(pk=chunk.pk)
+
+
+def _checkpoint(job: OcrJob, chunk: OcrChunk, done: int, status=None) -> None:
+    """The chunk's progress and heartbeat, the job's progress and heartbeat (one UPDATE each);
+    JobCancelled when a lead cancelled the job or the chunk was taken over elsewhere."""
+    now = timezone.now()
+    fields = {"items_done": done, "heartbeat_at": now}
+    if status is not None:
+        fields.update(status=status, finished_at=now)
+    if not OcrChunk.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(**fields):
+        raise JobCancelled("the chunk was taken over or ended elsewhere")
+    read = OcrChunk.objects.filter(job_id=job.pk).aggregate(n=Sum("items_done"))["n"] or 0
+    OcrJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+        progress_done=read, items_read=read, heartbeat_at=now
+    )
+    if OcrJob.objects.filter(pk=job.pk, cancel_requested=True).exists():
+        raise JobCancelled("cancelled")
+
+
+def ocr_finish_if_complete(*, job_id: int) -> bool:
+    """Publish the job's counts when no chunk is open; exactly one caller does (conditional
+    update). The counts are read from what was stored for the job's items, so a chunk retried
+    after a lost worker counts each item once."""
+    job = OcrJob.objects.get(pk=job_id)
+    if not job.planned or job.finished or OcrChunk.objects.filter(job=job, status__in=ACTIVE).exists():
+        return False
+    ids = [pk for chunk_ids in OcrChunk.objects.filter(job=job).values_list("item_ids", flat=True) for pk in chunk_ids]
+    results = ItemOcr.objects.filter(item_id__in=ids)
+    counts = {
+        "items_read": results.count(),
+        "unreadable": results.exclude(error="").count(),
+        "texts_filled": Item.objects.filter(pk__in=ids, text_from_ocr=True).count(),
+    }
+    failed = [
+        f"chunk {c.number} (items {c.item_ids[0]}-{c.item_ids[-1]}): {c.error}"
+        for c in OcrChunk.objects.filter(job=job, status=JobStatus.FAILED).order_by("number")
+    ]
+    now = timezone.now()
+    if failed:
+        return bool(
+            OcrJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+                status=JobStatus.FAILED, error="; ".join(failed[:5])[:MAX_ERROR], finished_at=now, **counts
+            )
+        )
+    if job.cancel_requested or OcrChunk.objects.filter(job=job, status=JobStatus.CANCELLED).exists():
+        return bool(
+            OcrJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+                status=JobStatus.CANCELLED, error="cancelled", finished_at=now, **counts
+            )
+        )
+    return job_finish(job, **counts)
 
 
 def item_ocr_read(*, item: Item) -> str:

@@ -8,7 +8,7 @@ from celery import shared_task
 
 from projects.imports import import_chunk_run, import_job_run
 from projects.models import ImportJob
-from projects.ocr import ocr_job_run
+from projects.ocr import ocr_chunk_run, ocr_job_run
 from projects.services import heartbeat_record
 
 # acks_late + the job mechanism's heartbeat: a killed worker's import is taken over and resumes
@@ -42,8 +42,14 @@ def import_chunk_task(chunk_id: int) -> None:
 
 @shared_task(name="projects.ocr_items", **IMPORT_OPTIONS)
 def ocr_job_task(job_id: int) -> None:
-    """OCR the items of one job that have no result yet (a taken-over job resumes)."""
-    ocr_job_run(job_id=job_id)
+    """Split the items of one OCR job into chunks and send one task per chunk (a taken-over
+    job re-sends the chunks whose worker was lost)."""
+    ocr_job_run(job_id=job_id, fan_out=True)
+
+
+@shared_task(name="projects.ocr_chunk", **CHUNK_OPTIONS)
+def ocr_chunk_task(chunk_id: int) -> None:
+    ocr_chunk_run(chunk_id=chunk_id)
 
 
 @shared_task(acks_late=True, max_retries=3, time_limit=30, soft_time_limit=25)

@@ -110,6 +110,56 @@ def test_import_killed_mid_way_is_taken_over_and_resumes(broker, workers, projec
     assert not upload.exists()  # the temporary upload is gone
 
 
+def test_ocr_run_fans_out_in_chunks_and_a_killed_worker_s_chunks_are_taken_over(
+    broker, workers, project, lead, tmp_path
+):
+    """OCR goes out as chunk tasks (two run side by side in a worker of concurrency 2); SIGKILL
+    mid-way, a second worker's sweeper takes the job over and re-sends the lost chunks, and every
+    item ends with exactly one result and one text-free variant, the counts exact."""
+    from concord.celery import app
+    from projects.factories import items_create
+    from projects.models import ItemOcr, ItemVariant, OcrChunk, OcrJob
+    from projects.ocr import CHUNK_ITEMS, ocr_job_start
+
+    app.conf.task_always_eager = True  # the items are imported inline, without OCR
+    items = items_create(project, tmp_path / "src", CHUNK_ITEMS + 10)
+    app.conf.task_always_eager = False
+    n = len(items)
+    first = workers("first", slow=0.15, beat=False)
+    job = ocr_job_start(project=project, user=lead)
+    wait_until(
+        lambda: (
+            OcrChunk.objects.filter(job_id=job.pk, status="running").count() == 2
+            and OcrJob.objects.filter(pk=job.pk, progress_done__gte=6).exists()
+        ),
+        timeout=90,
+        what="both OCR chunks to run and 6 items to be read",
+        log=workers.log,
+    )
+    kill_hard(first)
+    at_kill = OcrJob.objects.get(pk=job.pk)
+    assert at_kill.status == "running" and at_kill.progress_done < n, "the OCR run ended before the kill"
+    assert at_kill.progress_total == n and OcrChunk.objects.filter(job_id=job.pk).count() == 2
+
+    workers("second")
+    wait_until(
+        lambda: OcrJob.objects.filter(pk=job.pk, status__in=["done", "failed"]).exists(),
+        timeout=120,
+        what="the OCR run to be taken over and end",
+        log=workers.log,
+    )
+    ended = OcrJob.objects.get(pk=job.pk)
+    assert ended.status == "done", ended.error
+    assert ended.taken_over_at is not None and ended.attempts == 2
+    chunks = list(OcrChunk.objects.filter(job_id=job.pk).order_by("number"))
+    assert [c.status for c in chunks] == ["done", "done"] and all(c.attempts == 2 for c in chunks)
+    assert sorted(pk for c in chunks for pk in c.item_ids) == [it.pk for it in items]
+    assert ItemOcr.objects.filter(item__project=project).count() == n  # one each (one-to-one)
+    variants = Counter(ItemVariant.objects.filter(item__project=project).values_list("item_id", flat=True))
+    assert set(variants.values()) <= {1} and len(variants) + ended.unreadable == n
+    assert (ended.items_read, ended.progress_done, ended.progress_total) == (n, n, n)
+
+
 def test_release_build_killed_mid_way_restarts_cleanly_and_the_next_build_is_not_blocked(
     broker, workers, project, lead, items, annotator_a, annotator_b
 ):

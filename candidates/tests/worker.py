@@ -5,7 +5,7 @@ The same app and settings as production, except:
   seconds (default 5) instead of two hours, so a test can see redelivery within its time (the
   fault tests set it to production's 7200, so only the lease and the sweeper can save a job);
 - ``CONCORD_TEST_ROW_DELAY`` seconds of sleep per progress call (per row of an import or a
-  release build), so a test can kill the worker in the middle of a job that is otherwise
+  release build, per item of an OCR run), so a test can kill the worker in the middle of a job that is otherwise
   over before the kill lands.
 """
 
@@ -59,6 +59,11 @@ if row_delay:
         return slow
 
     imports._import_row = slowed_row(imports._import_row)
+
+    # OCR chunks likewise: each item they read.
+    import projects.ocr as ocr
+
+    ocr.item_ocr_read = slowed_row(ocr.item_ocr_read)
 
 if __name__ == "__main__":
     app.worker_main(["worker", *sys.argv[1:]])
