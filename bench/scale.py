@@ -74,7 +74,9 @@ PostgreSQL CPU 0.5 / 0.6 s, unchanged. Linear to 1M, CPU of this process: ~38 s 
 ~10 / ~12 s of PostgreSQL). Where it goes at 50k (meme3w / aha, CPU s): reading the columns
 (rows from the cursor, codes, one timestamp parsed per item) 0.83 / 0.70; every field's
 contributions 0.15 / 0.29; the bootstrap 0.70 / 1.09 (of which the resample draw itself,
-``integers`` + ``bincount``, ~0.3); confusions 0.08 / 0.12; weekly series 0.04.
+``integers`` + ``bincount``, ~0.3); confusions 0.08 / 0.12; weekly series 0.04. After, at
+200,000 items (fresh set-up, same load): 23.4 / 7.8 s (meme3w) and 38.4 / 11.6 s (aha) wall /
+CPU, PostgreSQL 1.9 / 2.3 s: linear to 1M ~39 s / ~58 s CPU (+~10 / ~12 s PostgreSQL).
 
 Where the report's CPU goes at 200k (meme3w / aha, s): reading the annotations into units
 (quality.reports.report_units: JSON and timestamps decoded per row by Django, grouping)
