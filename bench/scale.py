@@ -60,6 +60,24 @@ visibility once per condition, orjson reads and writes, split lookups by dict):
 Linear to 1M: ~155 s / ~215 s per report and ~970 s per release: the goals (60 s, 120 s) are
 still NOT met.
 
+Same machine, 2026-12-01 late evening, load average ~8 from other work (CPU seconds compare,
+wall times do not), 50,000 items, --reuse, before (a116af6) and after the columnar report
+(quality.agreement.UnitTable: each field read by PostgreSQL as its own JSON text into codes,
+agreement values, conditions and pair scores once per distinct value or pair, Ratings from
+arrays, confusions from codes; same report byte for byte):
+
+    stage                          before wall / CPU s   after wall / CPU s   speed-up (CPU)
+    agreement report (meme3w)          10.9 /  5.4           4.7 /  1.9          2.8x
+    agreement report (aha, 3 ann.)     18.0 /  9.5           8.8 /  3.0          3.2x
+
+PostgreSQL CPU 0.5 / 0.6 s, unchanged. Linear to 1M, CPU of this process: ~38 s / ~60 s (plus
+~10 / ~12 s of PostgreSQL). Where it goes at 50k (meme3w / aha, CPU s): reading the columns
+(rows from the cursor, codes, one timestamp parsed per item) 0.83 / 0.70; every field's
+contributions 0.15 / 0.29; the bootstrap 0.70 / 1.09 (of which the resample draw itself,
+``integers`` + ``bincount``, ~0.3); confusions 0.08 / 0.12; weekly series 0.04. After, at
+200,000 items (fresh set-up, same load): 23.4 / 7.8 s (meme3w) and 38.4 / 11.6 s (aha) wall /
+CPU, PostgreSQL 1.9 / 2.3 s: linear to 1M ~39 s / ~58 s CPU (+~10 / ~12 s PostgreSQL).
+
 Where the report's CPU goes at 200k (meme3w / aha, s): reading the annotations into units
 (quality.reports.report_units: JSON and timestamps decoded per row by Django, grouping)
 17 / 30; the per-item contributions of every field (quality.agreement._field: in_scope,

@@ -215,6 +215,24 @@ class Ratings:
             codes[at[:, 0], at[:, 1]] = at[:, 3]
         return cls(raters, codes, tuple(rater_ids), tuple(categories))
 
+    @classmethod
+    def from_codes(cls, raters: np.ndarray, codes: np.ndarray, values: Sequence[Hashable]) -> Ratings:
+        """The ratings :meth:`from_items` builds from ``{raters[i, s]: values[codes[i, s]]}``
+        per item, from arrays (no per-item Python): ``raters`` (items, slots) non-negative
+        integer annotator ids, -1 for an empty slot; ``codes`` indexes ``values`` (ignored
+        where the slot is empty). Equal entries of ``values`` are one category; categories
+        come in first-seen order (items, then slots), raters sorted, each item's rated slots
+        first, as in :meth:`from_items`. Raises ``ValueError`` if one annotator rates an item
+        twice."""
+        raters, codes = _compact_slots(np.asarray(raters, dtype=np.int64), np.asarray(codes, dtype=np.intp))
+        present = raters >= 0
+        rater_ids, rcodes = _sorted_ids(raters, present)
+        flat = codes[present]  # row-major: items, then slots (the order from_items sees)
+        category_of, categories = _first_seen_categories(flat, values)
+        out = np.full(codes.shape, -1, dtype=np.intp)
+        out[present] = category_of[flat]
+        return cls(rcodes, out, rater_ids, tuple(categories))
+
     def by_rater(self, missing: object = None) -> list[list[object]]:
         """Rows = raters (``rater_ids`` order), columns = items, ``missing`` where unrated."""
         out = [[missing] * self.n_items for _ in self.rater_ids]
@@ -293,6 +311,39 @@ class LabelRatings:
             members[at[:, 0], at[:, 1], at[:, 2]] = True
         return cls(raters, members, tuple(rater_ids), tuple(labels))
 
+    @classmethod
+    def from_codes(
+        cls, raters: np.ndarray, codes: np.ndarray, values: Sequence[object], labels: Iterable[Hashable]
+    ) -> LabelRatings:
+        """The ratings :meth:`from_items` builds from ``{raters[i, s]: values[codes[i, s]]}``
+        per item (label sets; ``None`` = that annotator is missing), from arrays: ``raters``
+        (items, slots) non-negative integer annotator ids, -1 for an empty slot; ``codes``
+        indexes ``values``. Each distinct value is converted once (same conventions as
+        :meth:`from_items`); missing slots are dropped and each item's rated slots come first."""
+        if isinstance(labels, (str, bytes)):
+            raise TypeError("labels must be a collection of labels, not a string")
+        labels = list(dict.fromkeys(labels))
+        lindex = {x: j for j, x in enumerate(labels)}
+        raters = np.asarray(raters, dtype=np.int64)
+        codes = np.asarray(codes, dtype=np.intp)
+        table = np.zeros((len(values) + 1, len(labels)), dtype=bool)  # last row: empty slots
+        missing = np.ones(len(values) + 1, dtype=bool)
+        for c, v in enumerate(values):
+            s = v if type(v) is frozenset else _as_label_set(v)
+            if s is None:
+                continue
+            missing[c] = False
+            for j in (lindex.get(x) for x in s):
+                if j is not None:
+                    table[c, j] = True
+        present = raters >= 0
+        safe = np.where(present, codes, len(values))
+        raters = np.where(present & ~missing[safe], raters, -1)
+        raters, safe = _compact_slots(raters, safe)
+        rater_ids, rcodes = _sorted_ids(raters, raters >= 0)
+        members = table[np.where(raters >= 0, safe, len(values))]
+        return cls(rcodes, members, rater_ids, tuple(labels))
+
     def by_rater(self) -> list[list[frozenset | None]]:
         """Rows = raters, columns = items, label sets (None where unrated): the shape of
         :func:`metrics.agreement.macro_pairwise_kappa`'s ``annotations``."""
@@ -300,6 +351,38 @@ class LabelRatings:
         for i, s in zip(*np.nonzero(self.raters >= 0)):
             out[self.raters[i, s]][i] = frozenset(self.labels[j] for j in np.nonzero(self.members[i, s])[0])
         return out
+
+
+def _compact_slots(raters: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's rated slots first, in slot order, and as many slots as the fullest item has
+    (the arrays a per-item list of pairs gives)."""
+    present = raters >= 0
+    if present.shape[1] >= 2 and (~present[:, :-1] & present[:, 1:]).any():
+        order = np.argsort(~present, axis=1, kind="stable")
+        raters, codes = np.take_along_axis(raters, order, axis=1), np.take_along_axis(codes, order, axis=1)
+    width = int(present.sum(axis=1).max()) if present.size else 0
+    return raters[:, :width], codes[:, :width]
+
+
+def _sorted_ids(raters: np.ndarray, present: np.ndarray) -> tuple[tuple[int, ...], np.ndarray]:
+    """Sorted distinct rater ids (Python ints) and the rater matrix as indices into them."""
+    ids = np.unique(raters[present])
+    out = np.full(raters.shape, -1, dtype=np.intp)
+    out[present] = np.searchsorted(ids, raters[present])
+    return tuple(ids.tolist()), out
+
+
+def _first_seen_categories(flat: np.ndarray, values: Sequence[Hashable]) -> tuple[np.ndarray, list[Hashable]]:
+    """Per code, its category index; categories = distinct ``values[c]`` in first-seen order of
+    ``flat`` (equal values merge, like ``dict.fromkeys`` over the decoded sequence)."""
+    category_of = np.full(max(len(values), 1), -1, dtype=np.intp)
+    if not flat.size:
+        return category_of, []
+    used, first = np.unique(flat, return_index=True)
+    index: dict[Hashable, int] = {}
+    for c in used[np.argsort(first, kind="stable")].tolist():
+        category_of[c] = index.setdefault(values[c], len(index))
+    return category_of, list(index)
 
 
 def _check_distinct_raters(raters: np.ndarray) -> None:

@@ -152,6 +152,88 @@ class Unit:
     completed_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class Column:
+    """One field's stored values in every record of a :class:`UnitTable`: ``codes[i, s]``
+    indexes ``raw`` (decoded stored values, None = absent) for the record in slot s of unit i,
+    -1 where unit i has no slot s. Records holding the same stored value share a code, so
+    what depends only on the value (its agreement value, a condition, a pair's similarity) is
+    computed once per distinct value (or pair of values), not once per record."""
+
+    codes: np.ndarray
+    raw: list
+
+
+class UnitTable:
+    """The units of a report as arrays (columns), not per-record dicts: ``item_ids`` (n,),
+    ``annotators`` (n, slots) with -1 past a unit's ``counts``, ``completed_at`` per unit and
+    one :class:`Column` per field, built on first use by ``columns(name)``
+    (quality.reports reads them straight from the database; :meth:`from_units` from units)."""
+
+    def __init__(self, item_ids, annotators, counts, completed_at: list, columns: Callable[[str], Column]):
+        self.item_ids = np.asarray(item_ids, dtype=np.int64)
+        self.counts = np.asarray(counts, dtype=np.intp)
+        self.annotators = np.asarray(annotators, dtype=np.int64)
+        if self.annotators.ndim != 2 or self.annotators.shape[0] != self.item_ids.size:
+            raise ValueError("annotators must be an (items, slots) array")
+        self.completed_at = list(completed_at)
+        self._build = columns
+        self._columns: dict[str, Column] = {}
+
+    def __len__(self) -> int:
+        return int(self.item_ids.size)
+
+    @property
+    def width(self) -> int:
+        return int(self.annotators.shape[1])
+
+    def column(self, name: str) -> Column:
+        if name not in self._columns:
+            self._columns[name] = self._build(name)
+        return self._columns[name]
+
+    @classmethod
+    def from_units(cls, units: list[Unit]) -> UnitTable:
+        n = len(units)
+        counts = np.fromiter((len(u.values) for u in units), dtype=np.intp, count=n)
+        width = int(counts.max()) if n else 0
+        annotators = np.full((n, width), -1, dtype=np.int64)
+        for i, u in enumerate(units):
+            annotators[i, : len(u.annotators)] = u.annotators
+
+        def column(name: str) -> Column:
+            codes = np.full((n, width), -1, dtype=np.intp)
+            index: dict = {}
+            raw: list = []
+            for i, u in enumerate(units):
+                for s, v in enumerate(u.values):
+                    value = v.get(name)
+                    try:
+                        key = (type(value), value)
+                        c = index.get(key)
+                    except TypeError:  # unhashable (a list): a code of its own
+                        key, c = None, None
+                    if c is None:
+                        c = len(raw)
+                        raw.append(value)
+                        if key is not None:
+                            index[key] = c
+                    codes[i, s] = c
+            return Column(codes, raw)
+
+        return cls([u.item_id for u in units], annotators, counts, [u.completed_at for u in units], column)
+
+
+def as_table(units: list[Unit] | UnitTable) -> UnitTable:
+    return units if isinstance(units, UnitTable) else UnitTable.from_units(units)
+
+
+def _lookup(column: Column, per_value: np.ndarray, fill) -> np.ndarray:
+    """``per_value[codes]`` with ``fill`` where a slot is empty."""
+    table = np.append(per_value, np.asarray([fill], dtype=per_value.dtype))
+    return table[np.where(column.codes >= 0, column.codes, len(per_value))]
+
+
 def _condition_key(schema, spec: dict) -> str:
     """The chain of visible_if conditions a field depends on (fields sharing it share the answer)."""
     chain = []
@@ -161,34 +243,37 @@ def _condition_key(schema, spec: dict) -> str:
     return json.dumps(chain, sort_keys=True, default=str)
 
 
-def _visibility(schema, spec: dict, units: list[Unit], cache: dict) -> list[tuple[bool, ...]] | None:
-    """Per unit, per record: is the field visible (Schema.is_visible), computed once per distinct
-    chain of conditions for all units (Meme3W's four target fields share one). None: always."""
+def _visibility(schema, spec: dict, table: UnitTable, cache: dict) -> np.ndarray | None:
+    """Per unit, per slot: is the field visible in that record (Schema.is_visible), computed
+    once per distinct chain of conditions (Meme3W's four target fields share one) and once per
+    distinct stored value of each condition field. None: always visible."""
     cond = spec.get("visible_if")
     if cond is None:
         return None
     key = _condition_key(schema, spec)
     if key not in cache:
-        parent = _visibility(schema, schema.by_name[cond["field"]], units, cache)
-        name, allowed = cond["field"], cond["in"]
-        if parent is None:
-            cache[key] = [tuple(v.get(name) in allowed for v in u.values) for u in units]
-        else:
-            cache[key] = [
-                tuple(p and v.get(name) in allowed for p, v in zip(pu, u.values)) for pu, u in zip(parent, units)
-            ]
+        parent = _visibility(schema, schema.by_name[cond["field"]], table, cache)
+        column, allowed = table.column(cond["field"]), cond["in"]
+        holds = np.fromiter((v in allowed for v in column.raw), dtype=bool, count=len(column.raw))
+        visible = _lookup(column, holds, False)
+        cache[key] = visible if parent is None else parent & visible
     return cache[key]
 
 
-def scope_mask(schema, plan: FieldPlan, units: list[Unit], scope: str, cache: dict | None = None) -> np.ndarray:
+def scope_mask(
+    schema, plan: FieldPlan, units: list[Unit] | UnitTable, scope: str, cache: dict | None = None
+) -> np.ndarray:
     """Per unit: is the field scored on it under ``scope`` (every record, or at least one, makes it
     visible), for all units at once (bench/scale.py: a per-unit test cost ~30% of a report)."""
-    n = len(units)
+    table = as_table(units)
+    n = len(table)
     if not plan.conditional or scope == "all":
         return np.ones(n, dtype=bool)
-    visible = _visibility(schema, plan.spec, units, {} if cache is None else cache)
-    test = all if scope == "both" else any
-    return np.fromiter((test(v) for v in visible), dtype=bool, count=n)
+    visible = _visibility(schema, plan.spec, table, {} if cache is None else cache)
+    filled = np.arange(table.width)[None, :] < table.counts[:, None]
+    if scope == "both":
+        return (visible | ~filled).all(axis=1)
+    return (visible & filled).any(axis=1)
 
 
 @dataclass
@@ -210,28 +295,40 @@ class FieldResult:
         return next((f for f in self.figures if f["primary"]), None)
 
 
-def _pair_means(plan: FieldPlan, rows: list[list[Any]], lexicon, threshold: float | None = None) -> np.ndarray:
-    """Per item: mean over its pairs of records of the pair similarity (or of similarity >=
-    threshold), all pairs of all items scored in one batch call of the type."""
-    if rows and all(len(row) == 2 for row in rows):  # the common case: one pair per item
-        scores = np.asarray(
-            plan.ftype.pair_scores(plan.spec, [r[0] for r in rows], [r[1] for r in rows], lexicon=lexicon),
-            dtype=np.float64,
-        )
-        return scores if threshold is None else (scores >= threshold).astype(np.float64)
-    left, right, owner = [], [], []
-    for i, row in enumerate(rows):
-        for r, s in combinations(range(len(row)), 2):
-            left.append(row[r])
-            right.append(row[s])
-            owner.append(i)
-    if not owner:
-        return np.zeros(len(rows))
-    scores = plan.ftype.pair_scores(plan.spec, left, right, lexicon=lexicon)
-    if threshold is not None:
-        scores = (scores >= threshold).astype(np.float64)
-    own = np.asarray(owner, dtype=np.intp)
-    return np.bincount(own, weights=scores, minlength=len(rows)) / np.maximum(np.bincount(own, minlength=len(rows)), 1)
+def _pair_means(
+    plan: FieldPlan,
+    codes: np.ndarray,
+    counts: np.ndarray,
+    values: list,
+    lexicon,
+    thresholds: tuple[float, ...] = (),
+) -> list[np.ndarray]:
+    """Per item (rows of ``codes``, ``counts`` records each): the mean over its pairs of records
+    of the pair similarity, then of (similarity >= t) for each threshold t. The type's batch
+    call scores each distinct pair of values once (``values[code]`` = agreement value); per
+    item the pairs are added in the order of ``combinations`` (the per-item sum of before)."""
+    m = codes.shape[0]
+    pairs = [(r, s) for r, s in combinations(range(codes.shape[1]), 2)]
+    valid = [np.nonzero(counts > s)[0] for _, s in pairs]
+    left = np.concatenate([codes[v, r] for (r, _), v in zip(pairs, valid)]) if pairs else np.zeros(0, np.intp)
+    right = np.concatenate([codes[v, s] for (_, s), v in zip(pairs, valid)]) if pairs else np.zeros(0, np.intp)
+    if not left.size:
+        return [np.zeros(m) for _ in range(1 + len(thresholds))]
+    keys, inverse = np.unique(left * len(values) + right, return_inverse=True)
+    a = [values[k] for k in (keys // len(values)).tolist()]
+    b = [values[k] for k in (keys % len(values)).tolist()]
+    scores = np.asarray(plan.ftype.pair_scores(plan.spec, a, b, lexicon=lexicon), dtype=np.float64)[inverse]
+    if (counts == 2).all():  # the common case: one pair per item, its score is the item's
+        return [scores, *((scores >= t).astype(np.float64) for t in thresholds)]
+    n_pairs = np.bincount(np.concatenate(valid), minlength=m)
+    out = []
+    for per_pair in [scores, *((scores >= t).astype(np.float64) for t in thresholds)]:
+        total, at = np.zeros(m), 0
+        for v in valid:
+            total[v] += per_pair[at : at + v.size]
+            at += v.size
+        out.append(total / np.maximum(n_pairs, 1))
+    return out
 
 
 @dataclass
@@ -251,33 +348,62 @@ def _rater_items(rows: list[list[Any]], raters: list[tuple], mask: np.ndarray) -
     return [dict(zip(r, row)) if m else {} for row, r, m in zip(rows, raters, mask)]
 
 
-def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon, cache: dict | None = None) -> _Pending:
-    mask = scope_mask(schema, plan, units, scope, cache)
-    # Values of the items in scope only (the others contribute nothing to any figure).
-    value, spec, name = plan.ftype.agreement_value, plan.spec, plan.name
-    rows_all = [[value(spec, v.get(name)) for v in u.values] if m else [] for u, m in zip(units, mask)]
-    width = max((len(u.values) for u, m in zip(units, mask) if m), default=0)
-    # Two records per item: the two annotations (slots). More: people (see the module docstring).
-    raters = [tuple(u.annotators) if width > 2 else tuple(range(len(u.values))) for u in units]
+def _rows(table: UnitTable, column: Column, values: list, mask: np.ndarray) -> list[list[Any]]:
+    """Per unit, its records' agreement values (empty outside the mask)."""
+    codes = column.codes.tolist()
+    counts = table.counts.tolist()
+    return [[values[c] for c in codes[i][: counts[i]]] if m else [] for i, m in enumerate(mask.tolist())]
+
+
+def _ratings(table: UnitTable, column: Column, values: list, mask: np.ndarray, width: int, labels=None):
+    """Ratings (labels None) or LabelRatings of the units in the mask: raters are the slots
+    with two records per item, else the annotators (people, see the module docstring)."""
+    filled = (np.arange(table.width)[None, :] < table.counts[:, None]) & mask[:, None]
+    filled, codes = filled[:, :width], column.codes[:, :width]
+    people = table.annotators[:, :width]
+    if width <= 2:
+        raters = np.where(filled, np.arange(width)[None, :], -1)
+    else:
+        raters = np.where(filled, people, -1)
+        ordered = np.sort(np.where(filled, people, np.iinfo(np.int64).max), axis=1)
+        if width and ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != np.iinfo(np.int64).max)).any():
+            # One person twice on an item: {person: value} keeps their last value (as before).
+            items = _rater_items(_rows(table, column, values, mask), [tuple(r) for r in people.tolist()], mask)
+            return Ratings.from_items(items) if labels is None else LabelRatings.from_items(items, labels)
+    if labels is None:
+        return Ratings.from_codes(raters, codes, values)
+    return LabelRatings.from_codes(raters, codes, values, labels)
+
+
+def _overrides_extra(ftype: FieldType) -> bool:
+    return type(ftype).agreement_extra is not FieldType.agreement_extra
+
+
+def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache: dict | None = None) -> _Pending:
+    mask = scope_mask(schema, plan, table, scope, cache)
+    column = table.column(plan.name)
+    # Agreement values once per distinct stored value (the items out of scope contribute nothing).
+    values = [plan.ftype.agreement_value(plan.spec, v) for v in column.raw]
     idx = np.nonzero(mask)[0]
-    rows = [rows_all[i] for i in idx]
-    item_ids = [units[i].item_id for i in idx]
-    item_scores = _pair_means(plan, rows, lexicon)
-    scores_all = np.zeros(len(units))
-    scores_all[idx] = item_scores
+    width = int(table.counts[idx].max()) if idx.size else 0
+    item_ids = table.item_ids[idx].tolist()
     a = plan.agreement
+    shares = a.shares if a.family == CONTINUOUS else ()
+    means = _pair_means(plan, column.codes[idx, :width], table.counts[idx], values, lexicon, shares)
+    item_scores = means[0]
+    scores_all = np.zeros(len(table))
+    scores_all[idx] = item_scores
     figures: list[tuple[str, str, Contributions, bool]] = []
     extra: dict = {}
     if a.family == CATEGORICAL:
-        ratings = Ratings.from_items(_rater_items(rows_all, raters, mask))
+        ratings = _ratings(table, column, values, mask, width)
         label = "Cohen's κ" if width <= 2 else "mean Cohen's κ over annotator pairs"
         figures.append(("kappa", label, pairwise_kappa_contributions(ratings, mask), True))
         if width > 2:
             figures.append(("alpha", "Krippendorff's α (nominal)", alpha_contributions(ratings, mask), False))
         figures.append(("agreement", "observed agreement", mean_contributions(scores_all, mask), False))
     elif a.family == MULTILABEL:
-        labels = list(plan.choices)
-        ratings = LabelRatings.from_items(_rater_items(rows_all, raters, mask), labels)
+        ratings = _ratings(table, column, values, mask, width, labels=list(plan.choices))
         macro = pairwise_label_kappa_contributions(ratings, mask)
         figures.append(("kappa", "per-label κ, macro over labels and annotator pairs", macro, True))
         if width > 2:
@@ -295,10 +421,9 @@ def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon, cach
         )
     elif a.family == CONTINUOUS:
         share_figs = []
-        one_pair = bool(rows) and all(len(r) == 2 for r in rows)  # then the share is of the one pair's score
-        for t in a.shares:
-            per_item = np.zeros(len(units))
-            per_item[idx] = (item_scores >= t) if one_pair else _pair_means(plan, rows, lexicon, threshold=t)
+        for t, share in zip(a.shares, means[1:]):
+            per_item = np.zeros(len(table))
+            per_item[idx] = share
             share_figs.append(
                 (
                     f"share_{t:g}",
@@ -312,7 +437,9 @@ def _field(schema, plan: FieldPlan, units: list[Unit], scope: str, lexicon, cach
         figures = [mean_fig, *share_figs] if a.primary == "mean" else [*share_figs, mean_fig]
     else:
         raise ValueError(f"field type {plan.type!r} declares an unknown agreement family {a.family!r}")
-    figures += [(key, label, c, False) for key, label, c in plan.ftype.agreement_extra(plan.spec, rows_all, mask)]
+    if _overrides_extra(plan.ftype):
+        rows_all = _rows(table, column, values, mask)
+        figures += [(key, label, c, False) for key, label, c in plan.ftype.agreement_extra(plan.spec, rows_all, mask)]
     return _Pending(plan, item_ids, item_scores, figures, extra, idx)
 
 
@@ -334,7 +461,7 @@ def figure(
 
 def agreement_figures(
     schema,
-    units: list[Unit],
+    units: list[Unit] | UnitTable,
     *,
     lexicon: dict | None,
     scope: str = DEFAULT_SCOPE,
@@ -345,10 +472,11 @@ def agreement_figures(
 ) -> list[FieldResult]:
     """Every field's figures over ``units`` (each with two or more records)."""
     plans = field_plans(schema)
+    table = as_table(units)
     pending = []
     visibility: dict = {}
     for i, plan in enumerate(plans):
-        pending.append(_field(schema, plan, units, scope, lexicon, visibility))
+        pending.append(_field(schema, plan, table, scope, lexicon, visibility))
         if progress:
             progress(i + 1, len(plans) + 1)
     contributions = {(p.plan.name, key): c for p in pending for key, _, c, _ in p.figures}
@@ -410,7 +538,9 @@ def headline(results: list[FieldResult]) -> list[dict]:
     return out
 
 
-def slot_count(units: list[Unit]) -> int:
+def slot_count(units: list[Unit] | UnitTable) -> int:
+    if isinstance(units, UnitTable):
+        return int(units.counts.max()) if len(units) else 0
     return max((len(u.values) for u in units), default=0)
 
 

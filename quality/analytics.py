@@ -3,7 +3,6 @@ matrices, similarity histograms and the items annotators disagreed on most."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from datetime import datetime
 from itertools import combinations
 
@@ -12,7 +11,7 @@ import scipy.sparse as sp
 
 from metrics.agreement import cohen_kappa, confusion_matrix
 from projects.fieldtypes import CATEGORICAL, CONTINUOUS
-from quality.agreement import DIGITS, FieldResult, Unit, field_plans, rnd
+from quality.agreement import DIGITS, FieldResult, Unit, UnitTable, as_table, field_plans, rnd
 
 #: How an empty single-choice value is labelled in a confusion matrix.
 NO_VALUE = "(none)"
@@ -25,14 +24,15 @@ def week_of(ts: datetime | None) -> str | None:
     return f"{year}-W{week:02d}"
 
 
-def agreement_over_time(results: list[FieldResult], units: list[Unit]) -> dict:
+def agreement_over_time(results: list[FieldResult], units: list[Unit] | UnitTable) -> dict:
     """Primary figure per field per ISO week of item completion (no CIs: a trend line).
 
     Each week's figure is the field's statistic over that week's items: the weighted sum of the
     per-item contributions the report already computed (a week-indicator matrix times them),
     equal to recomputing the figure on the week's items (tests/test_agreement_scale.py) without
     re-reading a value (bench/scale.py: the per-week recompute cost as much as the report)."""
-    labels = [week_of(u.completed_at) for u in units]
+    completed = units.completed_at if isinstance(units, UnitTable) else [u.completed_at for u in units]
+    labels = [week_of(ts) for ts in completed]
     weeks = sorted({w for w in labels if w})
     position = {w: i for i, w in enumerate(weeks)}
     week_idx = np.fromiter((position.get(w, -1) if w else -1 for w in labels), dtype=np.intp, count=len(units))
@@ -61,47 +61,46 @@ def agreement_over_time(results: list[FieldResult], units: list[Unit]) -> dict:
     return {"weeks": weeks, "series": series}
 
 
-def confusions(schema, units: list[Unit], *, max_pairs: int = 4) -> list[dict]:
+def confusions(schema, units: list[Unit] | UnitTable, *, max_pairs: int = 4) -> list[dict]:
     """Confusion matrices of each single-choice field: all slot pairs pooled, then the
     annotator pairs that share the most items (rows: the earlier annotation of the pair)."""
+    table = as_table(units)
+    counts = table.counts
+    # Units grouped by record width (in order of first appearance), then slot pairs (r, s),
+    # r < s: the order the pooled pairs had when they were gathered unit by unit.
+    widths = list(dict.fromkeys(counts.tolist()))
+    groups = [(w, np.nonzero(counts == w)[0]) for w in widths]
+    first = [table.annotators[g, r] for w, g in groups for r, _ in combinations(range(w), 2)]
+    second = [table.annotators[g, s] for w, g in groups for _, s in combinations(range(w), 2)]
     out = []
     for plan in field_plans(schema):
         if plan.kind != CATEGORICAL:
             continue
         cats = [*plan.choices, None]
-        value, spec, name = plan.ftype.agreement_value, plan.spec, plan.name
-        # Pairs of slots (r, s), r < s, gathered per record width: Python loops over widths and
-        # slot pairs only, numpy over the items (bench/scale.py).
-        pooled_a: list = []
-        pooled_b: list = []
-        first: list[np.ndarray] = []
-        second: list[np.ndarray] = []
-        by_width: dict[int, list[Unit]] = defaultdict(list)
-        for u in units:
-            by_width[len(u.values)].append(u)
-        for width, group in by_width.items():
-            vals = [[value(spec, v.get(name)) for v in u.values] for u in group]
-            people = np.array([u.annotators for u in group], dtype=np.int64).reshape(len(group), width)
-            for r, s_ in combinations(range(width), 2):
-                pooled_a += [row[r] for row in vals]
-                pooled_b += [row[s_] for row in vals]
-                first.append(people[:, r])
-                second.append(people[:, s_])
-        matrices = [{"pair": None, **_matrix(pooled_a, pooled_b, cats)}]
-        per_pair: dict[tuple[int, int], tuple[list, list]] = {}
+        column = table.column(plan.name)
+        # Agreement values once per distinct stored value, merged when equal: codes of values.
+        index: dict = {}
+        code_value = np.fromiter(
+            (index.setdefault(plan.ftype.agreement_value(plan.spec, v), len(index)) for v in column.raw),
+            dtype=np.intp,
+            count=len(column.raw),
+        )
+        values = list(index)
+        codes = code_value[np.maximum(column.codes, 0)]
+        pooled_a = _concat([codes[g, r] for w, g in groups for r, _ in combinations(range(w), 2)])
+        pooled_b = _concat([codes[g, s] for w, g in groups for _, s in combinations(range(w), 2)])
+        matrices = [{"pair": None, **_matrix_codes(pooled_a, pooled_b, values, cats)}]
         if first:
             x, y = np.concatenate(first), np.concatenate(second)
             lo, hi = np.minimum(x, y), np.maximum(x, y)
-            pairs, counts = np.unique(np.stack([lo, hi], axis=1), axis=0, return_counts=True)
-            ranked = sorted(zip(counts.tolist(), map(tuple, pairs.tolist())), key=lambda t: (-t[0], t[1]))[:max_pairs]
+            pairs, n_shared = np.unique(np.stack([lo, hi], axis=1), axis=0, return_counts=True)
+            ranked = sorted(zip(n_shared.tolist(), map(tuple, pairs.tolist())), key=lambda t: (-t[0], t[1]))
             flip = x > y
-            for _, (p, q) in ranked:
+            for _, (p, q) in ranked[:max_pairs]:
                 where = np.nonzero((lo == p) & (hi == q))[0]
-                a = [pooled_b[i] if flip[i] else pooled_a[i] for i in where]
-                b = [pooled_a[i] if flip[i] else pooled_b[i] for i in where]
-                per_pair[(int(p), int(q))] = (a, b)
-        for (x_, y_), (a, b) in per_pair.items():
-            matrices.append({"pair": [x_, y_], **_matrix(a, b, cats)})
+                a = np.where(flip[where], pooled_b[where], pooled_a[where])
+                b = np.where(flip[where], pooled_a[where], pooled_b[where])
+                matrices.append({"pair": [int(p), int(q)], **_matrix_codes(a, b, values, cats)})
         out.append(
             {
                 "field": plan.name,
@@ -113,7 +112,13 @@ def confusions(schema, units: list[Unit], *, max_pairs: int = 4) -> list[dict]:
     return out
 
 
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.intp)
+
+
 def _matrix(a: list, b: list, cats: list) -> dict:
+    """A confusion matrix of two sequences of values over ``cats`` (values outside them count
+    in n and kappa, not in the grid), and their Cohen's kappa."""
     grid = [[0] * len(cats) for _ in cats]
     if a:
         cm, seen = confusion_matrix(a, b)
@@ -123,6 +128,26 @@ def _matrix(a: list, b: list, cats: list) -> dict:
                 if ci_ in pos and cj in pos:
                     grid[pos[ci_]][pos[cj]] += int(cm[i, j])
     return {"n": len(a), "counts": grid, "kappa": rnd(cohen_kappa(a, b)) if a else None}
+
+
+def _matrix_codes(a: np.ndarray, b: np.ndarray, values: list, cats: list) -> dict:
+    """:func:`_matrix` of ``[values[c] for c in a]`` and ``b``, from the codes: the categories
+    renumbered in first-seen order over ``a`` then ``b`` (metrics.agreement's order), so that
+    kappa is computed on the same confusion matrix, cell for cell."""
+    if not a.size:
+        return {"n": 0, "counts": [[0] * len(cats) for _ in cats], "kappa": None}
+    both = np.concatenate([a, b])
+    used, first_at = np.unique(both, return_index=True)
+    used = used[np.argsort(first_at, kind="stable")]
+    rank = np.zeros(int(used.max()) + 1, dtype=np.intp)
+    rank[used] = np.arange(used.size)
+    pos = {c: i for i, c in enumerate(cats)}
+    cell = np.full(rank.size, -1, dtype=np.intp)  # code -> its row in the grid (-1: not a category)
+    cell[used] = [pos.get(values[c], -1) for c in used.tolist()]
+    ca, cb = cell[a], cell[b]
+    ok = (ca >= 0) & (cb >= 0)
+    grid = np.bincount(ca[ok] * len(cats) + cb[ok], minlength=len(cats) ** 2).reshape(len(cats), len(cats))
+    return {"n": int(a.size), "counts": grid.tolist(), "kappa": rnd(cohen_kappa(rank[a], rank[b]))}
 
 
 HIST_BINS = 10

@@ -9,9 +9,12 @@ import json
 from collections import defaultdict
 from datetime import UTC, date, datetime
 
+import numpy as np
 import orjson
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, Max, Q, TextField
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
@@ -20,7 +23,7 @@ from adjudication.services import lexicon_current
 from annotation.models import Annotation, Kind
 from projects.models import Item, Project, Stage
 from quality import agreement, analytics
-from quality.agreement import Unit
+from quality.agreement import Column, Unit, UnitTable
 from quality.models import AgreementReport
 
 SUBMITTED = Annotation.Status.SUBMITTED
@@ -111,16 +114,9 @@ def _timestamp(text: str | None) -> datetime | None:
     return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
 
-def report_units(*, project: Project, filters: dict | None = None, stage=None) -> list[Unit]:
-    """Items with two or more submitted annotations (kind "annotation") and their values by slot.
-
-    Slots: the first ``annotators_per_item`` submissions in order of first submission (the ones
-    adjudication.services.item_route compares). Excluded items are left out. Filters: source
-    dataset and language of the item; ``category`` = "field=value": at least one annotator chose
-    that value (pre-adjudication data has no single truth); date range on the day the item's
-    last compared annotation was first submitted (when its pair became complete). One query.
-    """
-    f = {**DEFAULT_FILTERS, **(filters or {})}
+def _report_annotations(*, project: Project, f: dict, stage=None):
+    """The submitted annotations a report compares, ordered by item then first submission
+    (slots), and the number of slots per item (``cap``)."""
     qs = Annotation.objects.filter(item__project=project, kind=Kind.ANNOTATION, status=SUBMITTED).exclude(
         item__stage=Stage.EXCLUDED
     )
@@ -132,22 +128,41 @@ def report_units(*, project: Project, filters: dict | None = None, stage=None) -
         qs = qs.filter(item__source_dataset=f["source_dataset"])
     if f["language"]:
         qs = qs.filter(item__language=f["language"])
+    return qs.order_by("item_id", "first_submitted_at", "id"), cap
+
+
+def _category_filter(f: dict) -> tuple[str, str]:
+    return tuple((f["category"].split("=", 1) + [""])[:2]) if f["category"] else ("", "")
+
+
+def _category_holds(value, cat_value: str) -> bool:
+    return value == cat_value or (isinstance(value, list) and cat_value in value)
+
+
+def report_units(*, project: Project, filters: dict | None = None, stage=None) -> list[Unit]:
+    """Items with two or more submitted annotations (kind "annotation") and their values by slot.
+
+    Slots: the first ``annotators_per_item`` submissions in order of first submission (the ones
+    adjudication.services.item_route compares). Excluded items are left out. Filters: source
+    dataset and language of the item; ``category`` = "field=value": at least one annotator chose
+    that value (pre-adjudication data has no single truth); date range on the day the item's
+    last compared annotation was first submitted (when its pair became complete). One query.
+    The report itself reads the same units as columns (:func:`report_table`).
+    """
+    f = {**DEFAULT_FILTERS, **(filters or {})}
+    qs, cap = _report_annotations(project=project, f=f, stage=stage)
     # Values as JSON text decoded by orjson and one timestamp as text, parsed once per item (the
     # latest of its compared slots): Django's JSONField and psycopg's timestamp loaders were
     # two thirds of a report's time at 200k items (bench/scale.py).
-    rows = (
-        qs.order_by("item_id", "first_submitted_at", "id")
-        .annotate(
-            values_text=Cast("values", TextField()),
-            when_text=Cast(Coalesce("first_submitted_at", "submitted_at"), TextField()),
-        )
-        .values_list("item_id", "annotator_id", "values_text", "when_text")
-    )
+    rows = qs.annotate(
+        values_text=Cast("values", TextField()),
+        when_text=Cast(Coalesce("first_submitted_at", "submitted_at"), TextField()),
+    ).values_list("item_id", "annotator_id", "values_text", "when_text")
     grouped: dict[int, list[tuple]] = defaultdict(list)
     loads = orjson.loads
     for item_id, annotator_id, values, when in rows.iterator(chunk_size=20_000):
         grouped[item_id].append((annotator_id, (loads(values) if values else None) or {}, when))
-    cat_field, cat_value = (f["category"].split("=", 1) + [""])[:2] if f["category"] else ("", "")
+    cat_field, cat_value = _category_filter(f)
     date_from = date.fromisoformat(f["date_from"]) if f["date_from"] else None
     date_to = date.fromisoformat(f["date_to"]) if f["date_to"] else None
     tz = timezone.get_current_timezone()
@@ -162,10 +177,8 @@ def report_units(*, project: Project, filters: dict | None = None, stage=None) -
             continue
         if date_to and (day is None or day > date_to):
             continue
-        if cat_field:
-            chosen = [s[1].get(cat_field) for s in slots]
-            if not any(v == cat_value or (isinstance(v, list) and cat_value in v) for v in chosen):
-                continue
+        if cat_field and not any(_category_holds(s[1].get(cat_field), cat_value) for s in slots):
+            continue
         units.append(
             Unit(
                 item_id=item_id,
@@ -175,6 +188,145 @@ def report_units(*, project: Project, filters: dict | None = None, stage=None) -
             )
         )
     return units
+
+
+class _Codes:
+    """Stored values of one field, one code per distinct key (JSON text), decoded once each."""
+
+    def __init__(self, decode):
+        self.index: dict = {}
+        self.raw: list = []
+        self.decode = decode
+        self.parts: list[np.ndarray] = []
+
+    def add(self, keys: list) -> None:
+        index, raw = self.index, self.raw
+        for key in dict.fromkeys(keys):
+            if key not in index:
+                index[key] = len(raw)
+                raw.append(self.decode(key))
+        self.parts.append(np.fromiter(map(index.__getitem__, keys), dtype=np.intp, count=len(keys)))
+
+    def codes(self) -> np.ndarray:
+        return np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.intp)
+
+
+def _fetch_chunks(rows, size: int = 20_000):
+    """The rows of a ``values_list`` queryset in lists of ``size``, straight from a server-side
+    cursor (PostgreSQL; SQLite: a plain one): the queryset iterator's per-row Python was a
+    third of the read at 50k items (bench/scale.py)."""
+    sql, params = rows.query.sql_with_params()
+    names = list(rows.query.values_select) + list(rows.query.annotation_select)
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        if [d[0] for d in cursor.description] != names[: len(cursor.description)] or len(names) != len(
+            cursor.description
+        ):
+            raise RuntimeError(f"unexpected columns {[d[0] for d in cursor.description]}, expected {names}")
+        while chunk := cursor.fetchmany(size):
+            yield chunk
+
+
+def _json_or_none(text: str | None):
+    return None if text is None else orjson.loads(text)
+
+
+def report_table(
+    *,
+    project: Project,
+    filters: dict | None = None,
+    stage=None,
+    fields: list[str],
+    in_sql: bool | None = None,
+) -> UnitTable:
+    """The units of :func:`report_units` as columns (quality.agreement.UnitTable) of ``fields``.
+
+    No per-record dict: on PostgreSQL (``in_sql``, the default there) each field is read by the
+    database as its own JSON text (``values -> 'field'``) and decoded once per distinct text;
+    elsewhere (SQLite) each record's values are decoded and split into the same columns.
+    Grouping into slots and the filters run on arrays; one timestamp is parsed per unit.
+    """
+    f = {**DEFAULT_FILTERS, **(filters or {})}
+    qs, cap = _report_annotations(project=project, f=f, stage=stage)
+    cat_field, cat_value = _category_filter(f)
+    names = list(dict.fromkeys([*fields, *([cat_field] if cat_field else [])]))
+    when = Cast(Coalesce("first_submitted_at", "submitted_at"), TextField())
+    if in_sql is None:
+        in_sql = connection.vendor == "postgresql"
+    if in_sql:
+        texts = {f"f{j}": Cast(KeyTransform(name, "values"), TextField()) for j, name in enumerate(names)}
+        rows = qs.annotate(when_text=when, **texts).values_list("item_id", "annotator_id", "when_text", *texts)
+        columns = {name: _Codes(_json_or_none) for name in names}
+    else:
+        rows = qs.annotate(when_text=when, values_text=Cast("values", TextField())).values_list(
+            "item_id", "annotator_id", "when_text", "values_text"
+        )
+        columns = {name: _Codes(orjson.loads) for name in names}
+    item_parts, annotator_parts, when_texts = [], [], []
+    for chunk in _fetch_chunks(rows):
+        cols = list(zip(*chunk))
+        item_parts.append(np.fromiter(cols[0], dtype=np.int64, count=len(chunk)))
+        annotator_parts.append(np.fromiter(cols[1], dtype=np.int64, count=len(chunk)))
+        when_texts += cols[2]
+        if in_sql:
+            for name, keys in zip(names, cols[3:]):
+                columns[name].add(list(keys))
+        else:
+            loads = orjson.loads
+            records = [(loads(v) if v else None) or {} for v in cols[3]]
+            for name in names:
+                columns[name].add([orjson.dumps(r.get(name)) for r in records])
+    items = np.concatenate(item_parts) if item_parts else np.zeros(0, dtype=np.int64)
+    people = np.concatenate(annotator_parts) if annotator_parts else np.zeros(0, dtype=np.int64)
+    codes = {name: col.codes() for name, col in columns.items()}
+
+    # Slots: the first `cap` records of each item (rows are ordered by item, then submission).
+    starts = np.flatnonzero(np.r_[True, items[1:] != items[:-1]]) if items.size else np.zeros(0, dtype=np.intp)
+    counts = np.minimum(np.diff(np.r_[starts, items.size]), cap)
+    keep = counts >= 2
+    starts, counts = starts[keep], counts[keep]
+    width = int(counts.max()) if counts.size else 0
+    filled = np.arange(width)[None, :] < counts[:, None]
+    record = np.where(filled, starts[:, None] + np.arange(width)[None, :], -1)
+    # Completion: the latest text of the compared slots (texts compare like instants).
+    stamps = np.array([t or "" for t in when_texts] + [""], dtype=object)
+    latest = np.full(len(starts), "", dtype=object)
+    for s in range(width):
+        cand = stamps[record[:, s]]  # -1 -> the trailing ""
+        latest = np.where(cand > latest, cand, latest)
+    completed = [_timestamp(t) if t else None for t in latest.tolist()]
+
+    ok = np.ones(len(starts), dtype=bool)
+    date_from = date.fromisoformat(f["date_from"]) if f["date_from"] else None
+    date_to = date.fromisoformat(f["date_to"]) if f["date_to"] else None
+    if date_from or date_to:
+        tz = timezone.get_current_timezone()
+        days = [_local_date(ts, tz) for ts in completed]
+        ok &= np.fromiter(
+            (
+                day is not None and (not date_from or day >= date_from) and (not date_to or day <= date_to)
+                for day in days
+            ),
+            dtype=bool,
+            count=len(days),
+        )
+    if cat_field:
+        holds = np.array([_category_holds(v, cat_value) for v in columns[cat_field].raw] + [False])
+        ok &= holds[np.where(filled, codes[cat_field][np.maximum(record, 0)], len(holds) - 1)].any(axis=1)
+    record, counts = record[ok], counts[ok]
+    filled = filled[ok]
+    completed = [ts for ts, k in zip(completed, ok.tolist()) if k]
+
+    def column(name: str) -> Column:
+        if name not in codes:
+            raise KeyError(f"field {name!r} was not read (report_table fields)")
+        return Column(np.where(filled, codes[name][np.maximum(record, 0)], -1), columns[name].raw)
+
+    return UnitTable(items[starts[ok]], np.where(filled, people[np.maximum(record, 0)], -1), counts, completed, column)
+
+
+def _field_names(schema) -> list[str]:
+    return [spec["name"] for spec in schema.fields]
 
 
 def agreement_report_build(*, project: Project, filters: dict | None = None, progress=None) -> dict:
@@ -191,18 +343,19 @@ def agreement_report_build(*, project: Project, filters: dict | None = None, pro
     if workflow.multi:
         # One report per stage over that stage's records and fields (MemeCap: the meme
         # captions of round 2 are compared among round-2 annotators), shown as one.
-        parts = [
-            (workflow.stage_schema(st.index), report_units(project=project, filters=f, stage=st))
-            for st in workflow.stages
-        ]
+        stages = [(workflow.stage_schema(st.index), st) for st in workflow.stages]
     else:
-        parts = [(schema, report_units(project=project, filters=f))]
+        stages = [(schema, None)]
+    parts = [
+        (part_schema, report_table(project=project, filters=f, stage=st, fields=_field_names(part_schema)))
+        for part_schema, st in stages
+    ]
     results, per_part = [], []
     for part_schema, part_units in parts:
         part = agreement.agreement_figures(part_schema, part_units, lexicon=lexicon, scope=scope, progress=progress)
         per_part.append((part, part_units))
         results += part
-    units = [u for _, part_units in parts for u in part_units]
+    tables = [table for _, table in parts]
     report = {
         "report_version": agreement.REPORT_VERSION,
         "schema_version": project.schema_version,
@@ -211,9 +364,9 @@ def agreement_report_build(*, project: Project, filters: dict | None = None, pro
         "filters": {k: f[k] for k in DEFAULT_FILTERS},
         "scope": scope,
         "scope_description": agreement.SCOPES[scope],
-        "n_items": len({u.item_id for u in units}),
-        "n_annotations": sum(len(u.values) for u in units),
-        "max_slots": agreement.slot_count(units),
+        "n_items": int(np.unique(np.concatenate([t.item_ids for t in tables])).size) if tables else 0,
+        "n_annotations": int(sum(t.counts.sum() for t in tables)),
+        "max_slots": max((agreement.slot_count(t) for t in tables), default=0),
         "method": {
             "raters": "two annotations per item: the two annotations; more: annotator pairs (people) over the items "
             "both annotated, then averaged (AHA-Memes 3.4), plus Krippendorff's alpha",

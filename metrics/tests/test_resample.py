@@ -432,3 +432,44 @@ def test_ratings_from_items_validation() -> None:
         rs.LabelRatings.from_items([], "ab")
     with pytest.raises(ValueError):
         rs.LabelRatings.from_items([{1: {"a"}}], [])
+
+
+def _random_slots(rng: np.random.Generator, n: int, width: int, n_values: int, holes: bool):
+    """(raters, codes) with empty slots, holes between rated slots (``holes``) and raters
+    that are arbitrary non-negative ids (not 0..k-1)."""
+    raters = np.full((n, width), -1)
+    codes = np.full((n, width), 99)  # ignored where the slot is empty
+    for i in range(n):
+        k = int(rng.integers(0, width + 1))
+        slots = sorted(rng.choice(width, k, replace=False).tolist()) if holes else list(range(k))
+        for s, person in zip(slots, rng.choice(9, k, replace=False).tolist()):
+            raters[i, s] = 7 * person + 3
+            codes[i, s] = int(rng.integers(0, n_values))
+    return raters, codes
+
+
+@pytest.mark.parametrize("holes", [False, True])
+def test_ratings_from_codes_equal_from_items(holes: bool) -> None:
+    """The array constructors give the arrays of the per-item ones: same rater order, same
+    categories in first-seen order (equal values merged: 1 and True are one category), same
+    slots, on hostile data (empty items, one rater, missing label sets, bare labels, labels
+    outside the field)."""
+    rng = np.random.default_rng(5)
+    values = ["a", "b", None, "a", "c", 1, True, ("t",)]
+    label_values = [frozenset({"x"}), None, frozenset(), ["x", "y"], "y", frozenset({"z", "x"}), None, ("q",)]
+    for _ in range(200):
+        n, width = int(rng.integers(0, 10)), int(rng.integers(0, 5))
+        raters, codes = _random_slots(rng, n, width, len(values), holes)
+        rated = [[(int(raters[i, s]), int(codes[i, s])) for s in range(width) if raters[i, s] >= 0] for i in range(n)]
+        slow = rs.Ratings.from_items([[(r, values[c]) for r, c in row] for row in rated])
+        fast = rs.Ratings.from_codes(raters, codes, values)
+        assert (fast.rater_ids, fast.categories) == (slow.rater_ids, slow.categories)
+        assert np.array_equal(fast.raters, slow.raters) and np.array_equal(fast.codes, slow.codes)
+        slow_l = rs.LabelRatings.from_items([[(r, label_values[c]) for r, c in row] for row in rated], ["x", "y", "q"])
+        fast_l = rs.LabelRatings.from_codes(raters, codes, label_values, ["x", "y", "q"])
+        assert (fast_l.rater_ids, fast_l.labels) == (slow_l.rater_ids, slow_l.labels)
+        assert np.array_equal(fast_l.raters, slow_l.raters) and np.array_equal(fast_l.members, slow_l.members)
+    with pytest.raises(ValueError):
+        rs.Ratings.from_codes(np.array([[4, 4]]), np.array([[0, 1]]), ["x", "y"])
+    with pytest.raises(TypeError):
+        rs.LabelRatings.from_codes(np.zeros((1, 1), dtype=int), np.zeros((1, 1), dtype=int), [{"a"}], "ab")

@@ -1,0 +1,267 @@
+"""quality.agreement on columns (UnitTable) equals the per-record computation it replaced.
+
+The report used to build, per field, a list of agreement values per unit, a ``{rater: value}``
+dict per unit for ``Ratings.from_items`` and one batch of pair scores over every pair of
+every unit. The straightforward version is kept here as the reference, and on hostile data
+(missing keys, malformed and out-of-choice values, units with one to four records, the same
+person twice on a unit, fields out of scope, no units at all) every field's contributions, n,
+point values, CIs, per-item scores and extras must be the same, and the dashboard's
+confusions those of the per-unit loop.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from metrics.resample import (
+    LabelRatings,
+    Ratings,
+    alpha_contributions,
+    bootstrap_figures,
+    label_alpha_contributions,
+    mean_contributions,
+    pairwise_kappa_contributions,
+    pairwise_label_kappa_contributions,
+    per_label_kappas,
+)
+from projects.fieldtypes import CATEGORICAL, CONTINUOUS, MULTILABEL
+from projects.presets import AHA_SCHEMA, MEME3W_SCHEMA, MEMECAP_SCHEMA, VIKR_SCHEMA
+from projects.schema import Schema
+from quality import agreement
+from quality.agreement import Unit, UnitTable, as_table
+from quality.analytics import agreement_over_time, confusions
+from quality.tests.test_agreement import _confusions_straightforward
+
+SCHEMAS = {
+    "meme3w": Schema(MEME3W_SCHEMA),
+    "aha": Schema(AHA_SCHEMA),
+    "memecap": Schema(MEMECAP_SCHEMA),
+    "vikr": Schema(VIKR_SCHEMA),
+}
+LEXICON = {"muslims": "Muslim people", "zorg people": "people from Planet Zorg"}
+WORDS = ["zorg", "people", "muslims", "the", "women", "planet"]
+
+
+def _hostile_value(rng: np.random.Generator, spec: dict):
+    """A stored value of the field's type, often malformed; ``...`` = the key is missing."""
+    kind = spec["type"]
+    junk = [..., None, "", 7, ["odd"], {"x": 1}]
+    if rng.random() < 0.25:
+        return junk[int(rng.integers(0, len(junk)))]
+    choices = spec.get("choices", [])
+    text = " ".join(rng.choice(WORDS, int(rng.integers(1, 4))).tolist())
+    if kind == "choice":
+        return str(rng.choice(choices[:3])) if rng.random() < 0.9 else "not a choice"
+    if kind == "multichoice":
+        picked = [str(c) for c in rng.choice(choices[:4], int(rng.integers(0, 3)), replace=False)]
+        return picked if rng.random() < 0.85 else (picked[0] if picked else "Other") if rng.random() < 0.5 else [3]
+    if kind == "boxes":
+        x = int(rng.integers(0, 3)) * 100
+        return [[x, x, x + 100, x + 80]][: int(rng.integers(0, 2))] + ([[1, 2]] if rng.random() < 0.1 else [])
+    if kind == "checklist":
+        return [{"text": text}, *([{"text": "zorg"}] if rng.random() < 0.3 else [])]
+    if kind == "pairlist":
+        return [dict.fromkeys(spec.get("parts", ["a", "b"]), text)]
+    if kind == "textlist":
+        return text.split()
+    return text  # entity, span, text
+
+
+def _condition_value(rng: np.random.Generator, spec: dict):
+    """Mostly values that open the conditional fields, so that both scopes keep items."""
+    return str(rng.choice(spec["choices"][:2]))
+
+
+def hostile_units(schema: Schema, n: int, seed: int) -> list[Unit]:
+    rng = np.random.default_rng(seed)
+    conditions = {s["visible_if"]["field"] for s in schema.fields if s.get("visible_if")}
+    units = []
+    for i in range(n):
+        k = int(rng.choice([1, 2, 2, 3, 3, 4]))
+        people = [int(p) for p in rng.choice(7, k, replace=False)]
+        if k > 2 and rng.random() < 0.05:
+            people[-1] = people[0]  # the same person twice (kept as {person: value} did)
+        records = []
+        for _ in range(k):
+            record = {}
+            for spec in schema.fields:
+                value = _condition_value(rng, spec) if spec["name"] in conditions else _hostile_value(rng, spec)
+                if value is not ...:
+                    record[spec["name"]] = value
+            records.append(record)
+        units.append(Unit(1000 + 3 * i, tuple(records), tuple(people)))
+    return units
+
+
+# ----------------------------------------------------------------------------- the reference
+
+
+def _pair_means_reference(plan, rows, lexicon, threshold=None):
+    if rows and all(len(row) == 2 for row in rows):
+        scores = np.asarray(
+            plan.ftype.pair_scores(plan.spec, [r[0] for r in rows], [r[1] for r in rows], lexicon=lexicon),
+            dtype=np.float64,
+        )
+        return scores if threshold is None else (scores >= threshold).astype(np.float64)
+    left, right, owner = [], [], []
+    for i, row in enumerate(rows):
+        for r, s in combinations(range(len(row)), 2):
+            left.append(row[r])
+            right.append(row[s])
+            owner.append(i)
+    if not owner:
+        return np.zeros(len(rows))
+    scores = plan.ftype.pair_scores(plan.spec, left, right, lexicon=lexicon)
+    if threshold is not None:
+        scores = (scores >= threshold).astype(np.float64)
+    own = np.asarray(owner, dtype=np.intp)
+    return np.bincount(own, weights=scores, minlength=len(rows)) / np.maximum(np.bincount(own, minlength=len(rows)), 1)
+
+
+def _in_scope(schema, plan, unit, scope) -> bool:
+    if not plan.conditional or scope == "all":
+        return True
+    visible = [schema.is_visible(plan.spec, v) for v in unit.values]
+    return all(visible) if scope == "both" else any(visible)
+
+
+def field_reference(schema, plan, units, scope, lexicon):
+    """One field's (item ids, item scores, figures, extra) computed record by record."""
+    mask = np.array([_in_scope(schema, plan, u, scope) for u in units], dtype=bool)
+    value, spec, name = plan.ftype.agreement_value, plan.spec, plan.name
+    rows_all = [[value(spec, v.get(name)) for v in u.values] if m else [] for u, m in zip(units, mask)]
+    width = max((len(u.values) for u, m in zip(units, mask) if m), default=0)
+    raters = [tuple(u.annotators) if width > 2 else tuple(range(len(u.values))) for u in units]
+    idx = np.nonzero(mask)[0]
+    rows = [rows_all[i] for i in idx]
+    item_scores = _pair_means_reference(plan, rows, lexicon)
+    scores_all = np.zeros(len(units))
+    scores_all[idx] = item_scores
+    items = [dict(zip(r, row)) if m else {} for row, r, m in zip(rows_all, raters, mask)]
+    a = plan.agreement
+    figures, extra = [], {}
+    if a.family == CATEGORICAL:
+        ratings = Ratings.from_items(items)
+        figures.append(("kappa", pairwise_kappa_contributions(ratings, mask)))
+        if width > 2:
+            figures.append(("alpha", alpha_contributions(ratings, mask)))
+        figures.append(("agreement", mean_contributions(scores_all, mask)))
+    elif a.family == MULTILABEL:
+        ratings = LabelRatings.from_items(items, list(plan.choices))
+        macro = pairwise_label_kappa_contributions(ratings, mask)
+        figures.append(("kappa", macro))
+        if width > 2:
+            figures.append(("alpha", label_alpha_contributions(ratings, mask)))
+        figures.append(("exact", mean_contributions(scores_all, mask)))
+        extra["per_label_kappa"] = (
+            {x: agreement.rnd(k) for x, k in zip(ratings.labels, per_label_kappas(macro))} if ratings.rater_ids else {}
+        )
+    elif a.family == CONTINUOUS:
+        one_pair = bool(rows) and all(len(r) == 2 for r in rows)
+        shares = []
+        for t in a.shares:
+            per_item = np.zeros(len(units))
+            per_item[idx] = (item_scores >= t) if one_pair else _pair_means_reference(plan, rows, lexicon, t)
+            shares.append((f"share_{t:g}", mean_contributions(per_item, mask)))
+        mean = ("mean", mean_contributions(scores_all, mask))
+        figures = [mean, *shares] if a.primary == "mean" else [*shares, mean]
+    figures += [(key, c) for key, _, c in plan.ftype.agreement_extra(plan.spec, rows_all, mask)]
+    return [units[i].item_id for i in idx], item_scores, figures, extra
+
+
+def _dense(matrix) -> np.ndarray:
+    return matrix.toarray() if sp.issparse(matrix) else np.asarray(matrix)
+
+
+# ----------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("schema_name", list(SCHEMAS))
+@pytest.mark.parametrize("scope", list(agreement.SCOPES))
+def test_fields_on_columns_equal_the_per_record_computation(schema_name, scope):
+    schema = SCHEMAS[schema_name]
+    units = hostile_units(schema, 240, seed=len(schema_name) + len(scope))
+    table = as_table(units)
+    for plan in agreement.field_plans(schema):
+        got = agreement._field(schema, plan, table, scope, LEXICON, {})
+        item_ids, item_scores, figures, extra = field_reference(schema, plan, units, scope, LEXICON)
+        assert got.item_ids == item_ids, plan.name
+        np.testing.assert_allclose(got.item_scores, item_scores, rtol=0, atol=1e-12)
+        assert got.extra == extra, plan.name
+        assert [key for key, *_ in got.figures] == [key for key, _ in figures], plan.name
+        contributions = {}
+        for (key, _, c, _), (_, ref) in zip(got.figures, figures):
+            assert c.shape == ref.shape and c.n_items == ref.n_items, (plan.name, key)
+            np.testing.assert_allclose(_dense(c.matrix), _dense(ref.matrix), rtol=0, atol=1e-12)
+            assert (c.point() is None) == (ref.point() is None), (plan.name, key)
+            if c.point() is not None:
+                assert c.point() == pytest.approx(ref.point(), abs=1e-12), (plan.name, key)
+            contributions[("new", key)] = c
+            contributions[("ref", key)] = ref
+        estimates = bootstrap_figures(contributions, n=40, seed=3)
+        for key, _ in figures:
+            new, ref = estimates[("new", key)], estimates[("ref", key)]
+            np.testing.assert_allclose(new.resampled, ref.resampled, rtol=0, atol=1e-12)
+            assert new.undefined == ref.undefined
+
+
+@pytest.mark.parametrize("schema_name", list(SCHEMAS))
+def test_report_figures_on_a_table_equal_those_on_units(schema_name):
+    """agreement_figures and the dashboard give the same dicts from units and from a table
+    built another way (columns of hashable values deduplicated, lists not)."""
+    schema = SCHEMAS[schema_name]
+    units = hostile_units(schema, 150, seed=9)
+    from_units = agreement.agreement_figures(schema, units, lexicon=LEXICON, resamples=30)
+    table = as_table(units)
+    from_table = agreement.agreement_figures(schema, table, lexicon=LEXICON, resamples=30)
+    assert [agreement.field_result_dict(r, "both") for r in from_units] == [
+        agreement.field_result_dict(r, "both") for r in from_table
+    ]
+    assert agreement.slot_count(table) == agreement.slot_count(units) == 4
+    assert agreement_over_time(from_table, table) == agreement_over_time(from_units, units)
+
+
+def test_no_units_and_single_records():
+    schema = SCHEMAS["aha"]
+    for units in ([], hostile_units(schema, 1, seed=1), [Unit(1, ({"is_hateful": "Hateful"},), (4,))]):
+        table = as_table(units)
+        assert isinstance(table, UnitTable) and len(table) == len(units)
+        for plan in agreement.field_plans(schema):
+            got = agreement._field(schema, plan, table, "both", None, {})
+            ids, scores, figures, extra = field_reference(schema, plan, units, "both", None)
+            assert got.item_ids == ids and got.extra == extra and np.array_equal(got.item_scores, scores)
+            assert [c.point() for _, _, c, _ in got.figures] == [c.point() for _, c in figures]
+        fast, slow = confusions(schema, table), _confusions_straightforward(schema, units)
+        assert [c["matrices"] for c in fast] == [c["matrices"] for c in slow]
+    assert confusions(schema, [])[0]["matrices"] == [{"pair": None, "n": 0, "counts": [[0] * 3] * 3, "kappa": None}]
+
+
+@pytest.mark.parametrize("schema_name", ["meme3w", "aha", "vikr"])
+def test_confusions_on_hostile_units_equal_the_per_unit_loop(schema_name):
+    schema = SCHEMAS[schema_name]
+    units = hostile_units(schema, 300, seed=4)
+    fast = confusions(schema, units)
+    slow = _confusions_straightforward(schema, units)
+    assert [(c["field"], c["matrices"]) for c in fast] == [(c["field"], c["matrices"]) for c in slow]
+    assert any(m["kappa"] is not None for c in fast for m in c["matrices"])
+
+
+def test_matrix_from_codes_equals_the_matrix_of_values():
+    from quality.analytics import _matrix, _matrix_codes
+
+    rng = np.random.default_rng(12)
+    values = [None, "a", "b", "zz", 3, "c"]  # distinct; "zz" and 3 are not categories
+    cats = ["a", "b", "c", None]
+    for _ in range(300):
+        n = int(rng.integers(0, 25))
+        used = rng.choice(len(values), int(rng.integers(1, len(values) + 1)), replace=False)
+        a, b = rng.choice(used, n), rng.choice(used, n)
+        expected = _matrix([values[c] for c in a], [values[c] for c in b], cats)
+        got = _matrix_codes(a, b, values, cats)
+        assert got == expected
+        if expected["kappa"] is not None:
+            assert isinstance(got["kappa"], float)
