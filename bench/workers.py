@@ -1,7 +1,7 @@
 """Benchmark of an import fanned out over Celery worker processes (issue 18, deliverable 3).
 
     .venv/bin/python bench/workers.py [--items 20000] [--workers 1,2] [--db concord_bench_workers]
-                                      [--redis redis://127.0.0.1:6379/9]
+                                      [--redis redis://127.0.0.1:6379/9] [--ocr]
 
 What it does, all on 127.0.0.1:
 1. (re)creates its own PostgreSQL database (``--db``) and var folder (``/tmp/<db>``) and
@@ -69,6 +69,12 @@ def parse_args():
     p.add_argument("--redis", default="redis://127.0.0.1:6379/9")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds one import may take")
+    p.add_argument(
+        "--ocr",
+        action="store_true",
+        help="after each import, also OCR every imported item with the same workers (timed apart); "
+        "OCR costs ~0.1-0.4 s per image, so use a few hundred --items",
+    )
     args = p.parse_args()
     args.counts = [int(n) for n in args.workers.split(",") if n.strip()]
     if not args.counts or min(args.counts) < 1 or args.items < 1:
@@ -288,6 +294,7 @@ def one_run(args, env, n: int, index: int, archive: Path, log: Path) -> dict:
             time.sleep(0.05)
         wall = time.perf_counter() - t0
         cpu = cpu_seconds(procs) - cpu0
+        ocr = ocr_run(args, project, procs, log) if args.ocr else None
     finally:
         stop_workers(procs)
     load_after = os.getloadavg()
@@ -314,6 +321,34 @@ def one_run(args, env, n: int, index: int, archive: Path, log: Path) -> dict:
         "distinct_pixels": items.values("pixel_hash").distinct().count(),
         "load_before": load_before,
         "load_after": load_after,
+        "ocr": ocr,
+    }
+
+
+def ocr_run(args, project, procs, log: Path) -> dict:
+    """OCR of every imported item (projects.ocr: chunks of CHUNK_ITEMS, one task each), timed
+    from the job's creation to its end; exact when every item has exactly one result."""
+    from projects.models import ItemOcr, OcrChunk
+    from projects.ocr import ocr_job_start
+
+    cpu0 = cpu_seconds(procs)
+    t0 = time.perf_counter()
+    job = ocr_job_start(project=project)
+    deadline = time.monotonic() + args.timeout
+    while True:
+        job.refresh_from_db()
+        if job.finished:
+            break
+        if time.monotonic() > deadline or all(p.poll() is not None for p in procs):
+            raise SystemExit(f"OCR run did not end (status {job.status}); see {log}")
+        time.sleep(0.05)
+    return {
+        "wall": time.perf_counter() - t0,
+        "cpu": cpu_seconds(procs) - cpu0,
+        "status": job.status,
+        "items_read": job.items_read,
+        "results": ItemOcr.objects.filter(item__project=project).count(),
+        "chunks": OcrChunk.objects.filter(job=job).count(),
     }
 
 
@@ -364,6 +399,24 @@ def main() -> int:
             f"{r['workers']:>7} {r['wall']:8.1f} {args.items / r['wall']:8.0f} {r['cpu']:12.1f} "
             f"{1000 * r['cpu'] / args.items:11.2f} {r['queued']:8.2f} {r['plan']:10.2f} {lb:>16} {la:>16}"
         )
+    if args.ocr:
+        print()
+        print(
+            f"{'workers':>7} {'OCR wall s':>10} {'items/s':>8} {'worker CPU s':>12} {'CPU ms/item':>11} {'chunks':>6}"
+        )
+        for r in results:
+            o = r["ocr"]
+            ok &= o["status"] == "done" and o["items_read"] == o["results"] == args.items
+            print(
+                f"{r['workers']:>7} {o['wall']:10.1f} {args.items / o['wall']:8.1f} {o['cpu']:12.1f} "
+                f"{1000 * o['cpu'] / args.items:11.1f} {o['chunks']:>6}  {o['status']}, {o['results']} results"
+            )
+        ocr_base = next((r for r in results if r["workers"] == 1), None)
+        for r in results:
+            if ocr_base is not None and r["workers"] > 1:
+                print(
+                    f"OCR speed-up of {r['workers']} workers over 1: {ocr_base['ocr']['wall'] / r['ocr']['wall']:.2f}x"
+                )
     base = next((r for r in results if r["workers"] == 1), None)
     if base is not None:
         for r in results:
