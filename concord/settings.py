@@ -6,8 +6,10 @@ DATABASE_URL / REDIS_URL switch to PostgreSQL and Redis.
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -161,6 +163,16 @@ CONCORD_ALLOW_PRIVATE_PROVIDER_URLS = env_bool("CONCORD_ALLOW_PRIVATE_PROVIDER_U
 
 REDIS_URL = env_str("REDIS_URL")
 BROKER_DIR = VAR_DIR / "broker"
+# Under pytest-xdist (make test) each test process gets its own Redis database, as it gets its
+# own test database: cache keys hold primary keys, and a test may flush its database. The
+# result goes into the environment once, so the worker processes a test starts inherit it as is.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if REDIS_URL and _XDIST_WORKER.startswith("gw") and not os.environ.get("CONCORD_XDIST_REDIS"):
+    _parts = urlsplit(REDIS_URL)
+    _db = (int(_parts.path.strip("/") or 0) + 1 + int(_XDIST_WORKER[2:])) % 16
+    REDIS_URL = urlunsplit(_parts._replace(path=f"/{_db}"))
+    os.environ["REDIS_URL"] = os.environ["CONCORD_XDIST_REDIS"] = REDIS_URL
+    os.environ.pop("CELERY_BROKER_URL", None)
 
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
