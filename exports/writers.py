@@ -401,7 +401,7 @@ class CocoWriter:
 
     def add(self, *, image: dict, boxes: list[list[int]], category: str | None) -> None:
         """One released item: its image entry and one annotation per box."""
-        self._spool.write((("" if self._first_image else ",") + canonical_json(image)).encode())
+        self._spool.write((b"" if self._first_image else b",") + canonical_json_bytes(image))
         self._first_image = False
         self.images += 1
         if not boxes:
@@ -413,7 +413,7 @@ class CocoWriter:
         for box in boxes:
             bbox = box_to_pixels(box, image["width"], image["height"], self._scale)
             parts.append(
-                canonical_json(
+                canonical_json_bytes(
                     {
                         "id": self._next_annotation,
                         "image_id": image["id"],
@@ -430,7 +430,7 @@ class CocoWriter:
             )
             self._next_annotation += 1
         self.annotations += len(parts)
-        self._out.write((("" if self._first_annotation else ",") + ",".join(parts)).encode())
+        self._out.write((b"" if self._first_annotation else b",") + b",".join(parts))
         self._first_annotation = False
 
     def close(self) -> FileDigest:
