@@ -55,10 +55,12 @@ def canonical_json(obj: Any) -> str:
 
 
 #: Where orjson's text may differ from the stdlib's: floats below 1e-4 (the stdlib writes
-#: 1e-05, orjson 0.00001 or 1e-6). A match (also a false one, inside a string) takes the
-#: stdlib path, so the output stays byte-identical; a miss cannot hide a difference. The
-#: substring tests come first: they are C-fast, the regex runs only on the rare candidates.
-_ORJSON_DIFFERS = re.compile(rb"\de-|0\.0000")
+#: 1e-05, orjson 0.00001 or 1e-6). A number in orjson's compact output starts the text or
+#: follows ``:``, ``,`` or ``[``, so a time such as "12:00:40.000000Z" is not taken for one. A
+#: match (also a false one, inside a string) takes the stdlib path, so the output stays
+#: byte-identical; a miss cannot hide a difference. The substring tests come first: they are
+#: C-fast, the regex runs only on the rare candidates.
+_ORJSON_DIFFERS = re.compile(rb"(?:^|[:,\[])-?(?:0\.0000|\d[\d.]*e-)")
 
 
 def canonical_json_bytes(obj: Any) -> bytes:

@@ -146,7 +146,8 @@ def _write_annotations(
             if item_id != current:
                 flush()
                 buffer, current, order = [], item_id, Counter()
-                tick("annotations", offset + rank(item_id))
+                if tick.due():
+                    tick("annotations", offset + rank(item_id))
                 split = plan.split_of(item_id)
             if split is None:
                 continue
@@ -203,7 +204,8 @@ def _write_candidates(*, project: Project, plan: SplitPlan, dest: Path, tick: _T
     models: Counter = Counter()
     try:
         for item_id, cands in candidates_by_item(project=project, chunk_size=READ_CHUNK):
-            tick("candidates", offset + rank(item_id))
+            if tick.due():
+                tick("candidates", offset + rank(item_id))
             split = plan.split_of(item_id)
             if split is None:
                 continue

@@ -322,7 +322,8 @@ def _write_records(
             if data_as_of is None or created_at > data_as_of:
                 data_as_of = created_at
             done += 1
-            tick("records", done)
+            if tick.due():
+                tick("records", done)
     except BaseException:
         for coco in cocos.values():
             coco.abort()

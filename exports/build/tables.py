@@ -508,9 +508,9 @@ class _Output:
             self._write(self.batch_rows)
 
     def _write(self, n: int) -> None:
-        typed = pa.Table.from_batches(self._typed)
+        typed = pa.Table.from_batches(self._typed, schema=self._typed[0].schema)
         head, rest = typed.slice(0, n), typed.slice(n)
-        self._typed = rest.combine_chunks().to_batches() if rest.num_rows else []
+        self._typed = rest.to_batches() if rest.num_rows else []  # zero-copy: only the head is copied
         arrays = []
         for c in self.plan.columns:
             if c in self._free:
