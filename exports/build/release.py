@@ -25,9 +25,9 @@ from exports.build.ticker import Progress, _Ticker
 from exports.selectors import (
     SplitPlan,
     annotator_pseudonyms,
+    audit_for_export,
     construction_counts,
     exclusions_by_reason,
-    quality_reports_for_export,
     release_card_settings,
 )
 from exports.splitting import SPLITS
@@ -101,7 +101,7 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     parquet = {**rec.pop("parquet"), **annotations.parquet, **candidates.parquet}
 
     agreement = release_agreement(project=project, plan=plan)
-    _, audit = quality_reports_for_export(project=project)
+    audit = audit_for_export(project=project)
     digests["agreement.json"] = write_json(dest / "agreement.json", finite(agreement))
     digests["audit.json"] = write_json(dest / "audit.json", finite(audit))
     splits = plan.as_json()

@@ -1,5 +1,5 @@
 """What a release holds besides the records: pseudonyms of annotators, candidates by item, the
-quality reports.
+audit report.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from candidates.models import Candidate
 from exports.writers import json_loads
 from projects.models import Project
 from quality.audits import audit_report_for_export
-from quality.reports import agreement_report_for_export
 
 # ------------------------------------------------------------------------------------------
 # Pseudonyms
@@ -115,14 +114,15 @@ def _kept(latest: dict[int, tuple]) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------------
-# Quality reports (written by the quality app)
+# Audit report (written by the quality app)
 # ------------------------------------------------------------------------------------------
 
 
-def quality_reports_for_export(*, project: Project) -> tuple[dict, dict]:
-    """(agreement.json, audit.json) contents from ``quality.selectors``."""
-    agreement = agreement_report_for_export(project=project)
+def audit_for_export(*, project: Project) -> dict:
+    """audit.json's contents from ``quality.audits``. (A release's agreement.json is computed
+    over its own items: exports.build.agreement; the project-wide report, which costs a full
+    agreement computation when its cache is stale, is not read.)"""
     audit = audit_report_for_export(project=project)
     if audit is None:
         audit = {"status": "no audit", "reason": "no candidate-blind audit has been run on this project"}
-    return agreement, audit
+    return audit
