@@ -70,6 +70,32 @@ recomputes every field's per-item work once per week 14.5 / 32; confusions 2 / 2
 release (cProfile at 20k): records 59% (model instances from select_related, JSON decoding,
 stdlib json encoding, SplitPlan.split_of as a scalar np.searchsorted per row, Parquet, COCO),
 annotations 16%, candidates 13%, progress writes ~7%.
+
+Release, next round (issue 18 deliverable 2; same shared machine, load average ~5, 50,000
+items, ``--reuse --stages release``, before = a116af6 and after run back to back; every file
+of the two releases byte-identical but the archive index, which names the release number):
+
+    release build, end to end     wall s  CPU s  PG CPU s  RSS+ MB
+    before (a116af6)                50.8   30.1      1.6      169
+    after                           27.8   15.6      1.7      191   (1.93x CPU)
+
+At 200,000 items (a fresh --stages plan set-up, so no cached agreement report; /tmp script
+around export_job_run, process CPU): before 212 s wall / 168 s CPU, after 140 / 76 (2.2x),
+RSS+ ~520 MB both. Linear to 1M: ~310-380 s CPU: the goal (120 s, 300 MB) is still NOT met.
+
+What changed: the gold and item columns, annotations and candidates are read as rows in
+chunks (values_list, JSON as text decoded by orjson, annotation times formatted by
+PostgreSQL), no model instances; every Parquet file is written from the rows as the JSONL
+files are written (exports.build.tables.ParquetFamily: typed columns converted to Arrow once
+and spooled, nothing re-read or decoded again: the JSONL was decoded 4 times per row before);
+COCO through orjson; split counts and the annotation period kept while writing; and the
+project-wide agreement report, fetched for nothing (never written; with a stale cache it was
+a full computation, 21 s CPU and +345 MB at 200k: the "fixed cost" of the odd scaling), is no
+longer read. Where the CPU goes now at 200k (s): records 28.5 (of which their Parquet family
+~10), annotations 16.3 (~8 Parquet), candidates 8.0, the release's own agreement.json 17.1
+(quality.reports.report_units + agreement_figures, bootstrap included), split plan and scan
+4, archive 1. RSS: release_agreement holds every report unit (+390 MB peak at 200k, linear):
+the RSS goal needs a compact or streamed report_units (quality app).
 """
 
 from __future__ import annotations
