@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scale.py [--items 1000000] [--db concord_bench_scale]
                                     [--presets meme3w,aha] [--skip-release] [--reuse]
+                                    [--stages agreement,plan,release]
                                     [--pg postgres://postgres@127.0.0.1:5432]
 
 Set-up (timed apart, not a goal): the database ``--db`` is dropped, created and migrated, then
@@ -87,6 +88,32 @@ recomputes every field's per-item work once per week 14.5 / 32; confusions 2 / 2
 release (cProfile at 20k): records 59% (model instances from select_related, JSON decoding,
 stdlib json encoding, SplitPlan.split_of as a scalar np.searchsorted per row, Parquet, COCO),
 annotations 16%, candidates 13%, progress writes ~7%.
+
+Release, next round (issue 18 deliverable 2; same shared machine, load average ~5, 50,000
+items, ``--reuse --stages release``, before = a116af6 and after run back to back; every file
+of the two releases byte-identical but the archive index, which names the release number):
+
+    release build, end to end     wall s  CPU s  PG CPU s  RSS+ MB
+    before (a116af6)                50.8   30.1      1.6      169
+    after                           27.8   15.6      1.7      191   (1.93x CPU)
+
+At 200,000 items (a fresh --stages plan set-up, so no cached agreement report; /tmp script
+around export_job_run, process CPU): before 212 s wall / 168 s CPU, after 140 / 76 (2.2x),
+RSS+ ~520 MB both. Linear to 1M: ~310-380 s CPU: the goal (120 s, 300 MB) is still NOT met.
+
+What changed: the gold and item columns, annotations and candidates are read as rows in
+chunks (values_list, JSON as text decoded by orjson, annotation times formatted by
+PostgreSQL), no model instances; every Parquet file is written from the rows as the JSONL
+files are written (exports.build.tables.ParquetFamily: typed columns converted to Arrow once
+and spooled, nothing re-read or decoded again: the JSONL was decoded 4 times per row before);
+COCO through orjson; split counts and the annotation period kept while writing; and the
+project-wide agreement report, fetched for nothing (never written; with a stale cache it was
+a full computation, 21 s CPU and +345 MB at 200k: the "fixed cost" of the odd scaling), is no
+longer read. Where the CPU goes now at 200k (s): records 28.5 (of which their Parquet family
+~10), annotations 16.3 (~8 Parquet), candidates 8.0, the release's own agreement.json 17.1
+(quality.reports.report_units + agreement_figures, bootstrap included), split plan and scan
+4, archive 1. RSS: release_agreement holds every report unit (+390 MB peak at 200k, linear):
+the RSS goal needs a compact or streamed report_units (quality app).
 """
 
 from __future__ import annotations
@@ -117,6 +144,7 @@ from bench.common import CATEGORIES, MB, WORDS, RssSampler, postgres_cpu_seconds
 
 POOL = 20
 COPY_ROWS = 20_000
+STAGES = {"agreement", "plan", "release"}
 GOAL_ITEMS = 1_000_000  # the goals' project size
 GOALS = {"agreement_s": 60.0, "release_s": 120.0, "release_rss_mb": 300.0}
 ENTITIES = (
@@ -616,18 +644,43 @@ class Timed:
         self.pg = postgres_cpu_seconds(self.db) - self.pg0
 
 
+def plan_and_scan(args, project) -> list[Row]:
+    """The split plan and the near-duplicate scan (both also run inside the release build)."""
+    from exports.selectors import split_plan
+    from exports.services import near_duplicates_detect
+
+    rows: list[Row] = []
+    n = args.items
+    with Timed(args.db) as t:
+        plan = split_plan(project=project)
+    print(
+        f"  split plan: sizes {plan.sizes}, excluded {len(plan.excluded):,}, "
+        f"integrity {'ok' if plan.integrity.ok else 'FAILED'}",
+        flush=True,
+    )
+    rows.append(
+        Row("split plan (meme3w, before the scan)", n, t.rss.wall, t.rss.cpu, t.pg, t.rss.growth_mb, "part of release")
+    )
+    with Timed(args.db) as t:
+        scan = near_duplicates_detect(project=project)
+    scan.refresh_from_db()
+    print(f"  near-duplicate scan: {scan.items_scanned:,} items, {scan.pairs_new:,} pairs stored", flush=True)
+    rows.append(Row("near-duplicate scan (meme3w)", n, t.rss.wall, t.rss.cpu, t.pg, t.rss.growth_mb, "part of release"))
+    return rows
+
+
 def run_stages(args, lead, projects: dict, releases: Path) -> list[Row]:
     from django.db import connection
 
-    from exports.selectors import release_dir, split_plan
-    from exports.services import export_job_run, export_job_start, near_duplicates_detect
+    from exports.selectors import release_dir
+    from exports.services import export_job_run, export_job_start
     from quality.models import AgreementReport
     from quality.services import agreement_report_compute_now
 
     connection.ensure_connection()
     rows: list[Row] = []
     n = args.items
-    for preset in args.presets:
+    for preset in args.presets if "agreement" in args.stages else ():
         project = projects[preset]
         label = f"agreement report ({preset}{', 3 annotators' if preset == 'aha' else ''})"
         AgreementReport.objects.filter(project=project).delete()  # a --reuse run computes it again
@@ -660,22 +713,9 @@ def run_stages(args, lead, projects: dict, releases: Path) -> list[Row]:
     if "meme3w" not in projects:
         return rows
     project = projects["meme3w"]
-    with Timed(args.db) as t:
-        plan = split_plan(project=project)
-    print(
-        f"  split plan: sizes {plan.sizes}, excluded {len(plan.excluded):,}, "
-        f"integrity {'ok' if plan.integrity.ok else 'FAILED'}",
-        flush=True,
-    )
-    rows.append(
-        Row("split plan (meme3w, before the scan)", n, t.rss.wall, t.rss.cpu, t.pg, t.rss.growth_mb, "part of release")
-    )
-    with Timed(args.db) as t:
-        scan = near_duplicates_detect(project=project)
-    scan.refresh_from_db()
-    print(f"  near-duplicate scan: {scan.items_scanned:,} items, {scan.pairs_new:,} pairs stored", flush=True)
-    rows.append(Row("near-duplicate scan (meme3w)", n, t.rss.wall, t.rss.cpu, t.pg, t.rss.growth_mb, "part of release"))
-    if args.skip_release:
+    if "plan" in args.stages:
+        rows += plan_and_scan(args, project)
+    if args.skip_release or "release" not in args.stages:
         return rows
     job = export_job_start(project=project, user=lead, enqueue=False)
     with Timed(args.db) as t:
@@ -748,6 +788,12 @@ def main() -> int:
     ap.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
     ap.add_argument("--presets", default="meme3w,aha", type=lambda s: [p for p in s.split(",") if p])
     ap.add_argument("--skip-release", action="store_true")
+    ap.add_argument(
+        "--stages",
+        default="agreement,plan,release",
+        type=lambda s: {p for p in s.split(",") if p},
+        help="stages to time: agreement (reports), plan (split plan and near-duplicate scan), release",
+    )
     ap.add_argument("--reuse", action="store_true", help="keep the database and projects of an earlier run")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
@@ -757,6 +803,8 @@ def main() -> int:
         help="below this many items, also print every figure scaled linearly to it (clearly marked)",
     )
     args = ap.parse_args()
+    if args.stages - STAGES:
+        ap.error(f"unknown stages: {', '.join(sorted(args.stages - STAGES))}")
     unknown = set(args.presets) - {"meme3w", "aha"}
     if unknown:
         ap.error(f"unknown presets: {', '.join(sorted(unknown))}")

@@ -55,10 +55,12 @@ def canonical_json(obj: Any) -> str:
 
 
 #: Where orjson's text may differ from the stdlib's: floats below 1e-4 (the stdlib writes
-#: 1e-05, orjson 0.00001 or 1e-6). A match (also a false one, inside a string) takes the
-#: stdlib path, so the output stays byte-identical; a miss cannot hide a difference. The
-#: substring tests come first: they are C-fast, the regex runs only on the rare candidates.
-_ORJSON_DIFFERS = re.compile(rb"\de-|0\.0000")
+#: 1e-05, orjson 0.00001 or 1e-6). A number in orjson's compact output starts the text or
+#: follows ``:``, ``,`` or ``[``, so a time such as "12:00:40.000000Z" is not taken for one. A
+#: match (also a false one, inside a string) takes the stdlib path, so the output stays
+#: byte-identical; a miss cannot hide a difference. The substring tests come first: they are
+#: C-fast, the regex runs only on the rare candidates.
+_ORJSON_DIFFERS = re.compile(rb"(?:^|[:,\[])-?(?:0\.0000|\d[\d.]*e-)")
 
 
 def canonical_json_bytes(obj: Any) -> bytes:
@@ -401,7 +403,7 @@ class CocoWriter:
 
     def add(self, *, image: dict, boxes: list[list[int]], category: str | None) -> None:
         """One released item: its image entry and one annotation per box."""
-        self._spool.write((("" if self._first_image else ",") + canonical_json(image)).encode())
+        self._spool.write((b"" if self._first_image else b",") + canonical_json_bytes(image))
         self._first_image = False
         self.images += 1
         if not boxes:
@@ -413,7 +415,7 @@ class CocoWriter:
         for box in boxes:
             bbox = box_to_pixels(box, image["width"], image["height"], self._scale)
             parts.append(
-                canonical_json(
+                canonical_json_bytes(
                     {
                         "id": self._next_annotation,
                         "image_id": image["id"],
@@ -430,7 +432,7 @@ class CocoWriter:
             )
             self._next_annotation += 1
         self.annotations += len(parts)
-        self._out.write((("" if self._first_annotation else ",") + ",".join(parts)).encode())
+        self._out.write((b"" if self._first_annotation else b",") + b",".join(parts))
         self._first_annotation = False
 
     def close(self) -> FileDigest:

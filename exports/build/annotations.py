@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from django.db.models import TextField
-from django.db.models.functions import Cast
+from django.db import connection
+from django.db.models import CharField, Func, TextField
+from django.db.models.functions import Cast, Coalesce
 
 from annotation.models import Annotation
 from exports.build.records import split_file
-from exports.build.tables import jsonl_to_parquet, split_twin
+from exports.build.tables import ParquetFamily
 from exports.build.ticker import READ_CHUNK, _Ticker
 from exports.selectors import (
     SplitPlan,
@@ -43,6 +45,44 @@ def _iso(ts) -> str | None:
     return ts.isoformat(timespec="microseconds")[:26] + "Z" if ts is not None else None
 
 
+class _IsoUtc(Func):
+    """PostgreSQL: a timestamp as ``_iso`` writes it (``2026-05-28T20:26:40.000000Z``), so
+    rows carry text instead of datetimes to decode and format per annotation."""
+
+    template = "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+    output_field = CharField()
+
+
+def _annotation_rows(project: Project):
+    rows = (
+        Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED)
+        .order_by("item_id", "kind", "first_submitted_at", "id")
+        # JSON as text, decoded by orjson (Django's JSONField decodes with the stdlib).
+        .annotate(values_text=Cast("values", TextField()), provenance_text=Cast("provenance", TextField()))
+    )
+    head = ("item_id", "annotator_id", "kind", "values_text", "provenance_text", "schema_version")
+    if connection.vendor == "postgresql":
+        rows = rows.annotate(
+            first_text=_IsoUtc(Coalesce("first_submitted_at", "submitted_at")),
+            last_text=_IsoUtc(Coalesce("submitted_at", "first_submitted_at")),
+        )
+        return rows.values_list(*head, "guideline_version", "time_spent_ms", "first_text", "last_text"), True
+    return rows.values_list(*head, "guideline_version", "time_spent_ms", "first_submitted_at", "submitted_at"), False
+
+
+@dataclass
+class Written:
+    """What a JSONL family's writing returns: digests (Parquet included), rows, per split."""
+
+    digests: dict
+    count: int
+    by_split: dict[str, int]
+    parquet: dict
+    people: int = 0
+    period: dict = field(default_factory=dict)
+    models: dict = field(default_factory=dict)
+
+
 def _write_annotations(
     *,
     project: Project,
@@ -51,126 +91,148 @@ def _write_annotations(
     pseudonyms: dict,
     tick: _Ticker,
     offset: int,
-) -> tuple[dict, int, int]:
-    """annotations.jsonl and annotations/<split>.jsonl: every submitted annotation and audit of
-    a released item, pseudonymous, with its submission order and times.
+) -> Written:
+    """annotations.jsonl and annotations/<split>.jsonl (and their Parquet twins): every
+    submitted annotation and audit of a released item, pseudonymous, with its submission order
+    and times.
 
     ``submission_order``: 1, 2, ... per item and kind, by first submission (then id), the order
     adjudication and the agreement report use; ``agreement_slot`` is that order for the first
     ``annotators_per_item`` annotations of an item that has two or more (the records
-    agreement.json compares), else null. Returns (digests, annotations, people).
+    agreement.json compares), else null.
     """
     out = JsonlWriter(dest / "annotations.jsonl")
     (dest / "annotations").mkdir()
     per_split = {split: JsonlWriter(dest / split_file("annotations", split, "jsonl")) for split in SPLITS}
+    parquet = _parquet_family(project=project, dest=dest, kind="annotations")
     rank = _released_rank(plan)
-    rows = (
-        Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED)
-        .order_by("item_id", "kind", "first_submitted_at", "id")
-        # JSON as text, decoded by orjson (Django's JSONField decodes with the stdlib).
-        .annotate(values_text=Cast("values", TextField()), provenance_text=Cast("provenance", TextField()))
-        .values_list(
-            "item_id",
-            "annotator_id",
-            "kind",
-            "values_text",
-            "provenance_text",
-            "schema_version",
-            "guideline_version",
-            "time_spent_ms",
-            "first_submitted_at",
-            "submitted_at",
-        )
-    )
+    rows, as_text = _annotation_rows(project)
     buffer: list[dict] = []
     current = None
     people: set[str] = set()
     slots = project.annotators_per_item
+    period = {"first": None, "last": None}
 
     def flush() -> None:
         compared = sum(1 for r in buffer if r["kind"] == "annotation") >= 2
         for rec in buffer:
             if rec["kind"] == "annotation" and compared and rec["submission_order"] <= slots:
                 rec["agreement_slot"] = rec["submission_order"]
-            per_split[rec["split"]].write_line(out.write(rec))
+            split = rec["split"]
+            per_split[split].write_line(out.write(rec))
+            parquet.add(rec, split)
+            at = rec["submitted_at"]
+            if at:
+                if period["first"] is None or at < period["first"]:
+                    period["first"] = at
+                if period["last"] is None or at > period["last"]:
+                    period["last"] = at
 
     order: Counter = Counter()
-    for item_id, annotator_id, kind, values, provenance, schema_version, guideline, spent, first, last in rows.iterator(
-        chunk_size=READ_CHUNK
-    ):
-        if item_id != current:
-            flush()
-            buffer, current, order = [], item_id, Counter()
-            tick("annotations", offset + rank(item_id))
-        split = plan.split_of(item_id)
-        if split is None:
-            continue
-        who = pseudonyms[(kind, annotator_id)]
-        people.add(who)
-        order[kind] += 1
-        buffer.append(
-            {
-                "item_id": item_id,
-                "split": split,
-                "annotator": who,
-                "kind": kind,
-                "submission_order": order[kind],
-                "agreement_slot": None,
-                "submitted_at": _iso(first or last),
-                "last_submitted_at": _iso(last or first),
-                "values": (json_loads(values) if values else None) or {},
-                "provenance": (json_loads(provenance) if provenance else None) or {},
-                "schema_version": schema_version,
-                # The guideline version the annotation was last saved under (guideline.md is the
-                # current text; null: saved before guidelines were versioned).
-                "guideline_version": guideline,
-                "time_spent_ms": spent,
-            }
-        )
-    flush()
-    digests = {"annotations.jsonl": out.close()}
+    split = None
+    try:
+        for (
+            item_id,
+            annotator_id,
+            kind,
+            values,
+            provenance,
+            schema_version,
+            guideline,
+            spent,
+            first,
+            last,
+        ) in rows.iterator(chunk_size=READ_CHUNK):
+            if item_id != current:
+                flush()
+                buffer, current, order = [], item_id, Counter()
+                if tick.due():
+                    tick("annotations", offset + rank(item_id))
+                split = plan.split_of(item_id)
+            if split is None:
+                continue
+            who = pseudonyms[(kind, annotator_id)]
+            people.add(who)
+            order[kind] += 1
+            buffer.append(
+                {
+                    "item_id": item_id,
+                    "split": split,
+                    "annotator": who,
+                    "kind": kind,
+                    "submission_order": order[kind],
+                    "agreement_slot": None,
+                    "submitted_at": first if as_text else _iso(first or last),
+                    "last_submitted_at": last if as_text else _iso(last or first),
+                    "values": (json_loads(values) if values else None) or {},
+                    "provenance": (json_loads(provenance) if provenance else None) or {},
+                    "schema_version": schema_version,
+                    # The guideline version the annotation was last saved under (guideline.md is the
+                    # current text; null: saved before guidelines were versioned).
+                    "guideline_version": guideline,
+                    "time_spent_ms": spent,
+                }
+            )
+        flush()
+    except BaseException:
+        parquet.abort()
+        raise
+    return _close(out, per_split, parquet, kind="annotations", people=len(people), period=period)
+
+
+def _close(out: JsonlWriter, per_split: dict, parquet: ParquetFamily, *, kind: str, **more) -> Written:
+    digests = {f"{kind}.jsonl": out.close()}
     for split, writer in per_split.items():
-        digests[split_file("annotations", split, "jsonl")] = writer.close()
-    return digests, out.count, len(people)
+        digests[split_file(kind, split, "jsonl")] = writer.close()
+    results = parquet.close()
+    files = {f"{kind}.parquet": results["whole"]} | {
+        split_file(kind, split, "parquet"): results[split] for split in SPLITS
+    }
+    digests |= {name: r.digest for name, r in files.items()}
+    by_split = {split: writer.count for split, writer in per_split.items()}
+    return Written(digests=digests, count=out.count, by_split=by_split, parquet=files, **more)
 
 
-def _write_candidates(
-    *, project: Project, plan: SplitPlan, dest: Path, tick: _Ticker, offset: int
-) -> tuple[dict, int, dict]:
-    """candidates.jsonl: the latest successful candidate per provider, with its model name."""
+def _write_candidates(*, project: Project, plan: SplitPlan, dest: Path, tick: _Ticker, offset: int) -> Written:
+    """candidates.jsonl (and per split, and Parquet): the latest successful candidate per
+    provider, with its model name."""
     out = JsonlWriter(dest / "candidates.jsonl")
     (dest / "candidates").mkdir()
     per_split = {split: JsonlWriter(dest / split_file("candidates", split, "jsonl")) for split in SPLITS}
+    parquet = _parquet_family(project=project, dest=dest, kind="candidates")
     rank = _released_rank(plan)
     models: Counter = Counter()
-    for item_id, cands in candidates_by_item(project=project, chunk_size=READ_CHUNK):
-        tick("candidates", offset + rank(item_id))
-        split = plan.split_of(item_id)
-        if split is None:
-            continue
-        for c in cands:
-            models[(c["provider__name"], c["model_name"])] += 1
-            rec = {
-                "item_id": item_id,
-                "split": split,
-                "candidate_id": c["id"],
-                "provider": c["provider__name"],
-                "provider_kind": c["provider__kind"],
-                "model_name": c["model_name"],
-                "prompt_version": c["prompt_version"],
-                "fields": c["fields"] or {},
-                "removed": c["removed"] or [],
-                "think": c["think"],
-                "latency_ms": c["latency_ms"],
-                "prompt_tokens": c["prompt_tokens"],
-                "completion_tokens": c["completion_tokens"],
-            }
-            per_split[split].write_line(out.write(rec))
+    try:
+        for item_id, cands in candidates_by_item(project=project, chunk_size=READ_CHUNK):
+            if tick.due():
+                tick("candidates", offset + rank(item_id))
+            split = plan.split_of(item_id)
+            if split is None:
+                continue
+            for c in cands:
+                models[(c["provider__name"], c["model_name"])] += 1
+                rec = {
+                    "item_id": item_id,
+                    "split": split,
+                    "candidate_id": c["id"],
+                    "provider": c["provider__name"],
+                    "provider_kind": c["provider__kind"],
+                    "model_name": c["model_name"],
+                    "prompt_version": c["prompt_version"],
+                    "fields": c["fields"] or {},
+                    "removed": c["removed"] or [],
+                    "think": c["think"],
+                    "latency_ms": c["latency_ms"],
+                    "prompt_tokens": c["prompt_tokens"],
+                    "completion_tokens": c["completion_tokens"],
+                }
+                per_split[split].write_line(out.write(rec))
+                parquet.add(rec, split)
+    except BaseException:
+        parquet.abort()
+        raise
     summary = {f"{p} ({m})": n for (p, m), n in sorted(models.items())}
-    digests = {"candidates.jsonl": out.close()}
-    for split, writer in per_split.items():
-        digests[split_file("candidates", split, "jsonl")] = writer.close()
-    return digests, out.count, summary
+    return _close(out, per_split, parquet, kind="candidates", models=summary)
 
 
 ANNOTATION_COLUMNS = [
@@ -205,26 +267,27 @@ CANDIDATE_COLUMNS_OUT = [
 ]
 
 
-def annotations_candidates_parquet(*, project: Project, dest: Path) -> tuple[dict, dict]:
-    """Parquet twins of annotations and candidates, whole and per split: ``values`` and
-    ``fields`` typed like the gold struct (projects.fieldtypes), provenance inferred."""
+def _declared(project: Project, kind: str) -> dict[str, pa.DataType]:
+    """Declared Parquet types of annotations or candidates: ``values`` and ``fields`` typed
+    like the gold struct (projects.fieldtypes), provenance inferred."""
     gold = records_arrow_schema(project.schema["fields"]).field("gold").type
     string, int64, int32 = pa.string(), pa.int64(), pa.int32()
-    ann_types = {
-        "item_id": int64,
-        "split": string,
-        "annotator": string,
-        "kind": string,
-        "submission_order": int32,
-        "agreement_slot": int32,
-        "submitted_at": string,
-        "last_submitted_at": string,
-        "values": gold,
-        "schema_version": int32,
-        "guideline_version": int32,
-        "time_spent_ms": int64,
-    }
-    cand_types = {
+    if kind == "annotations":
+        return {
+            "item_id": int64,
+            "split": string,
+            "annotator": string,
+            "kind": string,
+            "submission_order": int32,
+            "agreement_slot": int32,
+            "submitted_at": string,
+            "last_submitted_at": string,
+            "values": gold,
+            "schema_version": int32,
+            "guideline_version": int32,
+            "time_spent_ms": int64,
+        }
+    return {
         "item_id": int64,
         "split": string,
         "candidate_id": int64,
@@ -239,15 +302,16 @@ def annotations_candidates_parquet(*, project: Project, dest: Path) -> tuple[dic
         "prompt_tokens": int64,
         "completion_tokens": int64,
     }
-    digests, results = {}, {}
-    for kind, columns, declared in (
-        ("annotations", ANNOTATION_COLUMNS, ann_types),
-        ("candidates", CANDIDATE_COLUMNS_OUT, cand_types),
-    ):
-        whole = jsonl_to_parquet(dest / f"{kind}.jsonl", dest / f"{kind}.parquet", columns=columns, declared=declared)
-        digests[f"{kind}.parquet"], results[f"{kind}.parquet"] = whole.digest, whole
-        for split in SPLITS:
-            dst = split_file(kind, split, "parquet")
-            result = split_twin(dest / split_file(kind, split, "jsonl"), dest / dst, whole=whole, columns=columns)
-            digests[dst], results[dst] = result.digest, result
-    return digests, results
+
+
+def _parquet_family(*, project: Project, dest: Path, kind: str) -> ParquetFamily:
+    """Parquet twins of annotations or candidates, whole and per split."""
+    return ParquetFamily(
+        whole=(dest / f"{kind}.jsonl", dest / f"{kind}.parquet"),
+        splits={
+            split: (dest / split_file(kind, split, "jsonl"), dest / split_file(kind, split, "parquet"))
+            for split in SPLITS
+        },
+        columns=ANNOTATION_COLUMNS if kind == "annotations" else CANDIDATE_COLUMNS_OUT,
+        declared=_declared(project, kind),
+    )

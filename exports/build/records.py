@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from django.db.models import TextField
+from django.db.models.functions import Cast
+
 from annotation.models import Annotation
-from exports.build.tables import IMAGE_BATCH_ROWS, IMAGE_DATA_TYPE, jsonl_to_parquet, split_twin
+from exports.build.tables import IMAGE_BATCH_ROWS, IMAGE_DATA_TYPE, ParquetFamily, SplitOptions
 from exports.build.ticker import READ_CHUNK, _Ticker
 from exports.selectors import (
     SplitPlan,
@@ -18,6 +21,7 @@ from exports.writers import (
     UNSPECIFIED_CATEGORY,
     CocoWriter,
     JsonlWriter,
+    json_loads,
     link_or_copy,
     records_arrow_schema,
 )
@@ -62,46 +66,54 @@ def _variants_by_item(project: Project) -> dict[int, list[tuple]]:
     return out
 
 
-def _image_entry(item, included: bool) -> dict:
-    ext = item.image.rsplit(".", 1)[-1]
-    return {
-        "file": f"images/{item.image_sha256}.{ext}" if included else None,
-        "format": item.image_format,
-        "height": item.height,
-        "phash": item.phash,
-        "pixel_hash": item.pixel_hash,
-        "redistributable": item.redistributable,
-        "sha256": item.image_sha256,
-        "width": item.width,
-    }
+#: Columns of a released gold record and its item, read as rows (JSON as text, decoded by
+#: orjson: Django's JSONField decodes with the stdlib, and model instances cost more than the
+#: record itself).
+GOLD_ITEM_COLUMNS = (
+    "item_id",
+    "item__source_id",
+    "item__source_dataset",
+    "item__import_key",
+    "item__text",
+    "item__title",
+    "item__language",
+    "item__domain",
+    "metadata_text",
+    "item__image",
+    "item__image_sha256",
+    "item__image_format",
+    "item__width",
+    "item__height",
+    "item__phash",
+    "item__pixel_hash",
+    "item__redistributable",
+    "values_text",
+    "provenance_text",
+    "revision",
+    "schema_version",
+    "lexicon_version",
+    "created_at",
+)
 
 
-def _record(
-    *, gold, item, split: str, group: int, fields: list[dict], pseudonyms: dict, image: dict, authors: dict
-) -> dict:
-    values = gold.values or {}
-    return {
-        "item_id": item.pk,
-        "source_id": item.source_id,
-        "source_dataset": item.source_dataset,
-        "import_key": item.import_key,
-        "text": item.text,
-        "title": item.title,
-        "language": item.language,
-        "domain": item.domain,
-        "metadata": item.metadata or {},
-        "split": split,
-        "near_duplicate_group": group,
-        "image": image,
-        "gold": {
-            f["name"]: REGISTRY[f["type"]].export(f, values.get(f["name"], REGISTRY[f["type"]].absent(f)))
-            for f in fields
-        },
-        "provenance": _pseudonymize_provenance(gold.provenance, pseudonyms, authors),
-        "gold_revision": gold.revision,
-        "schema_version": gold.schema_version,
-        "lexicon_version": gold.lexicon_version,
-    }
+def _released_gold_rows(project: Project):
+    return (
+        released_gold_queryset(project=project)
+        .order_by("item_id")
+        .annotate(
+            metadata_text=Cast("item__metadata", TextField()),
+            values_text=Cast("values", TextField()),
+            provenance_text=Cast("provenance", TextField()),
+        )
+        .values_list(*GOLD_ITEM_COLUMNS)
+    )
+
+
+def _json(text: str | None):
+    return json_loads(text) if text is not None else None
+
+
+_MISSING = object()
 
 
 #: File name of a Concord split in the per-split folders, and its Hugging Face split name.
@@ -162,13 +174,16 @@ def _coco_writers(*, project: Project, dest: Path, card: dict) -> tuple[dict | N
 def _write_records(
     *, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, tick: _Ticker, card: dict | None = None
 ) -> dict:
-    """records.jsonl, records/<split>.jsonl, coco/<split>.json, images/ and images.jsonl in one
-    pass; the Parquet twins are made from the JSONL files afterwards (records_parquet)."""
+    """records.jsonl, records/<split>.jsonl, their Parquet twins, coco/<split>.json, images/
+    and images.jsonl in one pass over the released gold (read as rows, in chunks)."""
     card = card or {}
     fields = project.schema["fields"]
+    # Each field type owns its export form; looked up once, not per record.
+    exports = [(f["name"], f, REGISTRY[f["type"]]) for f in fields]
     jsonl = JsonlWriter(dest / "records.jsonl")
     (dest / "records").mkdir()
     per_split = {split: JsonlWriter(dest / split_file("records", split, "jsonl")) for split in SPLITS}
+    parquet = _records_parquet_family(project=project, dest=dest)
     images_index = JsonlWriter(dest / "images.jsonl")
     (dest / "images").mkdir()
     # Derived images (projects.ocr: the text-free variant MemeCap's round 1 looked at) ship next
@@ -176,6 +191,8 @@ def _write_records(
     variants = _variants_by_item(project)
     variants_index = JsonlWriter(dest / "variants.jsonl") if variants else None
     boxes_field, category_field, cocos = _coco_writers(project=project, dest=dest, card=card)
+    boxes_name = boxes_field["name"] if boxes_field else None
+    category_name = category_field["name"] if category_field else None
     counts = {
         "by_split": Counter(),
         "gold": {f["name"]: Counter() for f in fields if "counted" in REGISTRY[f["type"]].roles},
@@ -185,87 +202,132 @@ def _write_records(
         "boxes": 0,
         "boxes_by_split": Counter(),
     }
+    gold_counts = list(counts["gold"].items())
     data_as_of = None
     done = 0
     authors = _reference_authors(project, pseudonyms)
     reference_fields = project.get_workflow().reference_fields()
     # {field: {split: Counter(number of references per item)}}: MemeCap's split-dependent counts.
     counts["references"] = {name: {s: Counter() for s in SPLITS} for name in reference_fields}
-    qs = released_gold_queryset(project=project).select_related("item").order_by("item_id")
+    references = list(counts["references"].items())
     try:
-        for gold in qs.iterator(chunk_size=READ_CHUNK):
-            item = gold.item
-            split = plan.split_of(item.pk)
+        for (
+            item_id,
+            source_id,
+            source_dataset,
+            import_key,
+            text,
+            title,
+            language,
+            domain,
+            metadata,
+            image_rel,
+            image_sha256,
+            image_format,
+            width,
+            height,
+            phash,
+            pixel_hash,
+            redistributable,
+            values,
+            provenance,
+            revision,
+            schema_version,
+            lexicon_version,
+            created_at,
+        ) in _released_gold_rows(project).iterator(chunk_size=READ_CHUNK):
+            split = plan.split_of(item_id)
             if split is None:
                 continue  # an exact duplicate removed by the plan, or gold that appeared meanwhile
-            included = bool(item.redistributable)
-            image = _image_entry(item, included)
+            included = bool(redistributable)
+            ext = image_rel.rsplit(".", 1)[-1]
+            image = {
+                "file": f"images/{image_sha256}.{ext}" if included else None,
+                "format": image_format,
+                "height": height,
+                "phash": phash,
+                "pixel_hash": pixel_hash,
+                "redistributable": redistributable,
+                "sha256": image_sha256,
+                "width": width,
+            }
             if included:
-                src = image_path(item.image)
+                src = image_path(image_rel)
                 link_or_copy(src, dest / image["file"])
                 images_index.write(
-                    {
-                        "file": image["file"],
-                        "sha256": item.image_sha256,
-                        "bytes": src.stat().st_size,
-                        "item_id": item.pk,
-                    }
+                    {"file": image["file"], "sha256": image_sha256, "bytes": src.stat().st_size, "item_id": item_id}
                 )
                 counts["images_included"] += 1
-                for kind, source, rel, sha, width, height in variants.get(item.pk, ()):
+                for kind, source, rel, sha, v_width, v_height in variants.get(item_id, ()):
                     name = f"images/{sha}.{rel.rsplit('.', 1)[-1]}"
                     link_or_copy(image_path(rel), dest / name)
                     variants_index.write(
-                        {"item_id": item.pk, "kind": kind, "source": source, "file": name, "sha256": sha}
-                        | {"width": width, "height": height}
+                        {"item_id": item_id, "kind": kind, "source": source, "file": name, "sha256": sha}
+                        | {"width": v_width, "height": v_height}
                     )
                     counts["variants_included"] += 1
             else:
                 counts["images_referenced"] += 1
-            record = _record(
-                gold=gold,
-                item=item,
-                split=split,
-                group=plan.group_of_item(item.pk),
-                fields=fields,
-                pseudonyms=pseudonyms,
-                image=image,
-                authors=authors,
-            )
+            values = _json(values) or {}
+            gold = {}
+            for name, spec, ftype in exports:
+                value = values.get(name, _MISSING)
+                gold[name] = ftype.export(spec, ftype.absent(spec) if value is _MISSING else value)
+            record = {
+                "item_id": item_id,
+                "source_id": source_id,
+                "source_dataset": source_dataset,
+                "import_key": import_key,
+                "text": text,
+                "title": title,
+                "language": language,
+                "domain": domain,
+                "metadata": _json(metadata) or {},
+                "split": split,
+                "near_duplicate_group": plan.group_of_item(item_id),
+                "image": image,
+                "gold": gold,
+                "provenance": _pseudonymize_provenance(_json(provenance), pseudonyms, authors),
+                "gold_revision": revision,
+                "schema_version": schema_version,
+                "lexicon_version": lexicon_version,
+            }
             per_split[split].write_line(jsonl.write(record))
-            for name, by_split in counts["references"].items():
-                kept = record["gold"].get(name)
+            parquet.add(record, split)
+            for name, by_split in references:
+                kept = gold.get(name)
                 by_split[split][len(kept) if isinstance(kept, list) else 0] += 1
             if cocos:
-                boxes = record["gold"].get(boxes_field["name"]) or []
-                category = record["gold"].get(category_field["name"]) if category_field else None
+                boxes = gold.get(boxes_name) or []
                 cocos[split].add(
                     image={
-                        "id": item.pk,
-                        "file_name": f"{item.image_sha256}.{item.image.rsplit('.', 1)[-1]}",
-                        "width": item.width,
-                        "height": item.height,
+                        "id": item_id,
+                        "file_name": f"{image_sha256}.{ext}",
+                        "width": width,
+                        "height": height,
                         "license": 1 if included else 0,
-                        "sha256": item.image_sha256,
-                        "source_id": item.source_id,
+                        "sha256": image_sha256,
+                        "source_id": source_id,
                         "split": split,
                         "included": included,
                     },
                     boxes=boxes,
-                    category=category,
+                    category=gold.get(category_name) if category_name else None,
                 )
                 counts["boxes"] += len(boxes)
                 counts["boxes_by_split"][split] += len(boxes)
             counts["by_split"][split] += 1
-            for name, counter in counts["gold"].items():
-                counter[str(record["gold"].get(name))] += 1
-            if data_as_of is None or gold.created_at > data_as_of:
-                data_as_of = gold.created_at
+            for name, counter in gold_counts:
+                counter[str(gold.get(name))] += 1
+            if data_as_of is None or created_at > data_as_of:
+                data_as_of = created_at
             done += 1
-            tick("records", done)
+            if tick.due():
+                tick("records", done)
     except BaseException:
         for coco in cocos.values():
             coco.abort()
+        parquet.abort()
         raise
     digests = {"records.jsonl": jsonl.close(), "images.jsonl": images_index.close()}
     if variants_index is not None:
@@ -274,9 +336,14 @@ def _write_records(
         digests[split_file("records", split, "jsonl")] = writer.close()
     for split, coco in cocos.items():
         digests[split_file("coco", split, "json")] = coco.close()
+    results = parquet.close()
+    parquet_results = {"records.parquet": results["whole"]}
+    parquet_results |= {split_file("records", split, "parquet"): results[split] for split in SPLITS}
+    digests |= {name: r.digest for name, r in parquet_results.items()}
     counts["records"] = done
     counts["data_as_of"] = data_as_of
     counts["digests"] = digests
+    counts["parquet"] = parquet_results
     return counts
 
 
@@ -307,16 +374,10 @@ RECORD_COLUMNS = [
 ]
 
 
-def records_parquet(*, project: Project, dest: Path) -> tuple[dict, dict]:
+def _records_parquet_family(*, project: Project, dest: Path) -> ParquetFamily:
     """records.parquet (every split, no image bytes) and records/<split>.parquet (with the
     redistributable images' bytes in ``image_data``, Hugging Face's Image feature; null for
-    the others). Returns (digests, {file: ParquetResult})."""
-    declared = records_declared_types(project.schema["fields"])
-    digests, results = {}, {}
-    result = jsonl_to_parquet(
-        dest / "records.jsonl", dest / "records.parquet", columns=RECORD_COLUMNS, declared=declared
-    )
-    digests["records.parquet"], results["records.parquet"] = result.digest, result
+    the others), from the records as they are written."""
 
     def image_data(record: dict) -> dict | None:
         name = (record.get("image") or {}).get("file")
@@ -324,16 +385,18 @@ def records_parquet(*, project: Project, dest: Path) -> tuple[dict, dict]:
             return None  # not redistributable: never shipped, not even inside a Parquet file
         return {"bytes": (dest / name).read_bytes(), "path": name}
 
-    for split in SPLITS:
-        name = split_file("records", split, "parquet")
-        result = split_twin(
-            dest / split_file("records", split, "jsonl"),
-            dest / name,
-            whole=results["records.parquet"],
-            columns=RECORD_COLUMNS,
+    return ParquetFamily(
+        whole=(dest / "records.jsonl", dest / "records.parquet"),
+        splits={
+            split: (dest / split_file("records", split, "jsonl"), dest / split_file("records", split, "parquet"))
+            for split in SPLITS
+        },
+        columns=RECORD_COLUMNS,
+        declared=records_declared_types(project.schema["fields"]),
+        split_options=SplitOptions(
             extra={"image_data": (IMAGE_DATA_TYPE, image_data)},
+            extra_inputs=("image",),
             image_columns=("image_data",),
             batch_rows=IMAGE_BATCH_ROWS,
-        )
-        digests[name], results[name] = result.digest, result
-    return digests, results
+        ),
+    )

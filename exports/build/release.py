@@ -16,25 +16,24 @@ from pathlib import Path
 from adjudication.services import lexicon_current
 from candidates.prompts import prompt_for_project
 from exports.build.agreement import release_agreement
-from exports.build.annotations import _write_annotations, _write_candidates, annotations_candidates_parquet
+from exports.build.annotations import _write_annotations, _write_candidates
 from exports.build.croissant import croissant
 from exports.build.datasheet import CARD_CONFIGS, card_front_matter, datasheet
-from exports.build.records import HF_SPLIT, _write_records, records_parquet, split_file
+from exports.build.records import HF_SPLIT, _write_records, split_file
 from exports.build.tables import hf_feature_yaml
 from exports.build.ticker import Progress, _Ticker
 from exports.selectors import (
     SplitPlan,
     annotator_pseudonyms,
+    audit_for_export,
     construction_counts,
     exclusions_by_reason,
-    quality_reports_for_export,
     release_card_settings,
 )
 from exports.splitting import SPLITS
 from exports.writers import (
     FileDigest,
     finite,
-    json_loads,
     write_json,
     write_text,
 )
@@ -86,7 +85,7 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     rec = _write_records(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, card=card)
     digests: dict[str, FileDigest] = dict(rec.pop("digests"))
     tick("annotations", n, force=True)
-    ann_digests, n_annotations, n_people = _write_annotations(
+    annotations = _write_annotations(
         project=project,
         plan=plan,
         dest=dest,
@@ -94,21 +93,15 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
         tick=tick,
         offset=n,
     )
-    digests.update(ann_digests)
+    digests.update(annotations.digests)
     tick("candidates", 2 * n, force=True)
-    cand_digests, n_candidates, models = _write_candidates(
-        project=project, plan=plan, dest=dest, tick=tick, offset=2 * n
-    )
-    digests.update(cand_digests)
+    candidates = _write_candidates(project=project, plan=plan, dest=dest, tick=tick, offset=2 * n)
+    digests.update(candidates.digests)
     tick("reports", 3 * n, force=True)
-    parquet_digests, parquet = records_parquet(project=project, dest=dest)
-    digests.update(parquet_digests)
-    parquet_digests, more = annotations_candidates_parquet(project=project, dest=dest)
-    digests.update(parquet_digests)
-    parquet.update(more)
+    parquet = {**rec.pop("parquet"), **annotations.parquet, **candidates.parquet}
 
     agreement = release_agreement(project=project, plan=plan)
-    _, audit = quality_reports_for_export(project=project)
+    audit = audit_for_export(project=project)
     digests["agreement.json"] = write_json(dest / "agreement.json", finite(agreement))
     digests["audit.json"] = write_json(dest / "audit.json", finite(audit))
     splits = plan.as_json()
@@ -123,7 +116,6 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
         digests[STUDY_FILE] = write_json(dest / STUDY_FILE, finite(studies))
 
     data_as_of = rec["data_as_of"].strftime("%Y-%m-%dT%H:%M:%SZ") if rec["data_as_of"] else None
-    by_split = lambda name: {s: _jsonl_count(dest / split_file(name, s, "jsonl")) for s in SPLITS}  # noqa: E731
     manifest = {
         "manifest_schema_version": MANIFEST_SCHEMA_VERSION,
         "format": "concord-release",
@@ -147,16 +139,16 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
             "project_version": project.guideline_version,
         },
         "prompt": {"file": "prompt.txt", "version": prompt.version},
-        "annotation_period": _annotation_period(dest / "annotations.jsonl"),
+        "annotation_period": annotations.period,
         "counts": {
             "records": rec["records"],
             "by_split": {s: rec["by_split"].get(s, 0) for s in SPLITS},
-            "annotations_by_split": by_split("annotations"),
-            "candidates_by_split": by_split("candidates"),
+            "annotations_by_split": annotations.by_split,
+            "candidates_by_split": candidates.by_split,
             "excluded_exact_duplicates": len(plan.excluded),
-            "annotations": n_annotations,
-            "annotators": n_people,
-            "candidates": n_candidates,
+            "annotations": annotations.count,
+            "annotators": annotations.people,
+            "candidates": candidates.count,
             "images_included": rec["images_included"],
             "image_variants_included": rec["variants_included"],
             "images_referenced_only": rec["images_referenced"],
@@ -194,7 +186,7 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
         },
         "json_text_columns": sorted({f"{name}:{c}" for name, r in parquet.items() for c in r.json_text_columns}),
         "lexicon_version": lexicon_version,
-        "candidate_models": models,
+        "candidate_models": candidates.models,
         "images": {
             "folder": "images/",
             "index": "images.jsonl",
@@ -225,19 +217,3 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     _release_files_readonly(dest)
     tick("publishing", 3 * n + 1, force=True)
     return BuildResult(manifest=manifest, manifest_digest=manifest_digest, record_count=rec["records"])
-
-
-def _jsonl_count(path: Path) -> int:
-    with open(path, "rb") as fh:
-        return sum(1 for _ in fh)
-
-
-def _annotation_period(path: Path) -> dict:
-    first = last = None
-    with open(path, "rb") as fh:
-        for line in fh:
-            at = json_loads(line).get("submitted_at")
-            if at:
-                first = at if first is None or at < first else first
-                last = at if last is None or at > last else last
-    return {"first": first, "last": last}

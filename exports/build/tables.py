@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import base64
 import json
+import pickle
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +30,18 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from exports.writers import PARQUET_OPTIONS, FileDigest, canonical_json, file_digest, json_loads
+from exports.writers import (
+    PARQUET_OPTIONS,
+    FileDigest,
+    canonical_json,
+    canonical_json_bytes,
+    file_digest,
+    json_loads,
+)
 
+#: Rows per batch of pass 1 (types), and per row group of a file without images.
 BATCH_ROWS = 5000
+ROW_GROUP_ROWS = 5000
 #: Row groups of records with image bytes embedded stay small (a batch holds its images).
 IMAGE_BATCH_ROWS = 256
 #: Hugging Face ``datasets`` reads this schema key for features (Image) stored in Parquet.
@@ -60,15 +72,31 @@ def _writable(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def _fit(value, t: pa.DataType):
-    """``value`` shaped for ``t``: nothing where the type is null (an always-empty object)."""
-    if value is None or pa.types.is_null(t):
-        return None
-    if pa.types.is_struct(t) and isinstance(value, dict):
-        return {f.name: _fit(value.get(f.name), f.type) for f in t}
-    if pa.types.is_list(t) and isinstance(value, list):
-        return [_fit(v, t.value_type) for v in value]
-    return value
+def _fitter(t: pa.DataType) -> Callable[[object], object]:
+    """A function shaping a value for ``t``: nothing where the type is null (an always-empty
+    object), struct keys in the type's order (missing ones null), the same for list items.
+    Built once per column type: the type tests do not run per value."""
+    if pa.types.is_null(t):
+        return lambda value: None
+    if pa.types.is_struct(t):
+        children = [(f.name, _fitter(f.type)) for f in t]
+
+        def fit_struct(value):
+            if isinstance(value, dict):
+                return {name: fit(value.get(name)) for name, fit in children}
+            return value
+
+        return fit_struct
+    if pa.types.is_list(t):
+        item = _fitter(t.value_type)
+
+        def fit_list(value):
+            if isinstance(value, list):
+                return [item(v) for v in value]
+            return value
+
+        return fit_list
+    return lambda value: value
 
 
 @dataclass
@@ -94,6 +122,62 @@ def _infer(values: list, current: pa.DataType | None) -> pa.DataType | None:
         return None
 
 
+class _TypePlan:
+    """Pass 1 of a Parquet file: each column's type from its values, batch after batch (the
+    module docstring's rules), then how pass 2 converts a batch of values."""
+
+    def __init__(self, columns: list[str], declared: dict[str, pa.DataType], json_text=()):
+        self.columns, self.declared = columns, declared
+        self.types: dict[str, pa.DataType | None] = dict.fromkeys(columns)
+        self.fits = {c: c in declared for c in columns}
+        self.failed: set[str] = set(json_text)
+        self._fitters: dict[str, Callable[[object], object]] = {}
+
+    def observe(self, c: str, values: list) -> None:
+        if c in self.failed:
+            return
+        if self.fits[c]:
+            try:
+                pa.array(values, type=self.declared[c])
+                return
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                self.fits[c] = False
+        t = _infer(values, self.types[c])
+        if t is None:
+            self.failed.add(c)
+        self.types[c] = t
+
+    def finish(self) -> dict[str, pa.DataType]:
+        """The final type of every column (call once, after the last batch)."""
+        self.fits.update(dict.fromkeys(self.failed, False))
+        self.final: dict[str, pa.DataType] = {}
+        for c in self.columns:
+            if c in self.failed:
+                self.final[c] = pa.string()
+            elif self.fits[c]:
+                self.final[c] = self.declared[c]
+            else:
+                t = self.types[c]
+                self.final[c] = _writable(t if t is not None else self.declared.get(c, pa.null()))
+        self.inferred = {c for c in self.columns if not self.fits[c] and c not in self.failed}
+        return self.final
+
+    def array(self, c: str, values: list) -> pa.Array:
+        if c in self.failed:
+            values = [None if v is None else canonical_json(v) for v in values]
+        elif c in self.inferred:
+            fit = self._fitters.get(c)
+            if fit is None:
+                fit = self._fitters[c] = _fitter(self.final[c])
+            values = [fit(v) for v in values]
+        return pa.array(values, type=self.final[c])
+
+
+def _schema(fields: list[pa.Field], image_columns) -> pa.Schema:
+    features = {f.name: hf_feature_json(f.type, image=f.name in image_columns) for f in fields}
+    return pa.schema(fields, metadata={HF_SCHEMA_KEY: json.dumps({"info": {"features": features}}).encode()})
+
+
 def jsonl_to_parquet(
     src: Path,
     dst: Path,
@@ -103,7 +187,7 @@ def jsonl_to_parquet(
     extra: dict[str, tuple[pa.DataType, Callable[[dict], object]]] | None = None,
     image_columns: tuple[str, ...] = (),
     json_text: tuple[str, ...] | list[str] = (),
-    batch_rows: int = BATCH_ROWS,
+    batch_rows: int | None = None,
 ) -> ParquetResult:
     """Write ``dst`` from ``src`` (JSONL), columns in ``columns`` order.
 
@@ -113,51 +197,24 @@ def jsonl_to_parquet(
     hold (the split files of a release follow their whole file's types). The ``datasets`` features of the file are stored in the Parquet
     schema metadata, ``image_columns`` as Image features (so a bare ``load_dataset("parquet",
     ...)`` decodes the images too).
+
+    The straightforward path, which re-reads the file: a release streams its rows into
+    ParquetFamily instead, which falls back to this one where a declared type does not fit.
     """
     extra = extra or {}
-    types: dict[str, pa.DataType | None] = dict.fromkeys(columns)
-    fits = {c: c in declared for c in columns}
-    failed: set[str] = set(json_text)
+    batch_rows = batch_rows or ROW_GROUP_ROWS
+    plan = _TypePlan(columns, declared, json_text)
     for rows in _lines(src, BATCH_ROWS):
         for c in columns:
-            values = [r.get(c) for r in rows]
-            if c in failed:
-                continue
-            if fits[c]:
-                try:
-                    pa.array(values, type=declared[c])
-                    continue
-                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-                    fits[c] = False
-            t = _infer(values, types[c])
-            if t is None:
-                failed.add(c)
-            types[c] = t
-    fits.update(dict.fromkeys(failed, False))
-    final: dict[str, pa.DataType] = {}
-    for c in columns:
-        if c in failed:
-            final[c] = pa.string()
-        elif fits[c]:
-            final[c] = declared[c]
-        else:
-            final[c] = _writable(types[c] if types[c] is not None else declared.get(c, pa.null()))
+            plan.observe(c, [r.get(c) for r in rows])
+    final = plan.finish()
     fields = [pa.field(c, final[c]) for c in columns] + [pa.field(n, t) for n, (t, _) in extra.items()]
-    features = {f.name: hf_feature_json(f.type, image=f.name in image_columns) for f in fields}
-    schema = pa.schema(fields, metadata={HF_SCHEMA_KEY: json.dumps({"info": {"features": features}}).encode()})
-    inferred = {c for c in columns if not fits[c] and c not in failed}
+    schema = _schema(fields, image_columns)
     writer = pq.ParquetWriter(str(dst), schema, **PARQUET_OPTIONS)
     rows_written = 0
     try:
         for rows in _lines(src, batch_rows):
-            arrays = []
-            for c in columns:
-                values = [r.get(c) for r in rows]
-                if c in failed:
-                    values = [None if v is None else canonical_json(v) for v in values]
-                elif c in inferred:
-                    values = [_fit(v, final[c]) for v in values]
-                arrays.append(pa.array(values, type=final[c]))
+            arrays = [plan.array(c, [r.get(c) for r in rows]) for c in columns]
             for _name, (t, compute) in extra.items():
                 arrays.append(pa.array([compute(r) for r in rows], type=t))
             writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=batch_rows)
@@ -166,7 +223,7 @@ def jsonl_to_parquet(
         # refuse a row group of zero rows.
     finally:
         writer.close()
-    return ParquetResult(file_digest(dst), schema, rows_written, sorted(failed))
+    return ParquetResult(file_digest(dst), schema, rows_written, sorted(plan.failed))
 
 
 def values_equal(a, b) -> bool:
@@ -239,3 +296,248 @@ def split_twin(src: Path, dst: Path, *, whole: ParquetResult, columns: list[str]
     every split of a Hugging Face config has the same features."""
     declared = {name: whole.schema.field(name).type for name in columns}
     return jsonl_to_parquet(src, dst, columns=columns, declared=declared, json_text=whole.json_text_columns, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------
+# A release's Parquet files from the rows as they are written (no second read of the JSONL)
+# ------------------------------------------------------------------------------------------
+
+_CONVERT_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
+
+
+@dataclass
+class SplitOptions:
+    """How the per-split twins differ from the whole file (records: image bytes)."""
+
+    extra: dict[str, tuple[pa.DataType, Callable[[dict], object]]] = field(default_factory=dict)
+    #: Columns the ``extra`` functions read (the row they get holds only these).
+    extra_inputs: tuple[str, ...] = ()
+    image_columns: tuple[str, ...] = ()
+    batch_rows: int | None = None  # ROW_GROUP_ROWS
+
+
+class ParquetFamily:
+    """A JSONL file's Parquet twin and its per-split twins (``jsonl_to_parquet`` and
+    ``split_twin``, byte for byte), built from the rows as the JSONL files are written.
+
+    Columns with a ``declared`` type are converted to Arrow while the rows stream, a batch of
+    BATCH_ROWS at a time (pass 1's check is that conversion) and spooled to an Arrow IPC file
+    next to the release folder; the other columns (inferred: ``metadata``, ``provenance``) are
+    spooled as their values decoded from their canonical JSON, exactly what a re-read of the
+    JSONL gives. ``close`` infers those columns' types, then writes every file in one read of
+    the spool, so memory stays one batch per file. Where a declared column does not fit (a
+    references workflow's lists), the family stops spooling and ``close`` takes the
+    straightforward path over the JSONL files.
+    """
+
+    def __init__(
+        self,
+        *,
+        whole: tuple[Path, Path],
+        splits: dict[str, tuple[Path, Path]],
+        columns: list[str],
+        declared: dict[str, pa.DataType],
+        split_options: SplitOptions | None = None,
+    ):
+        self.whole, self.splits, self.columns, self.declared = whole, splits, columns, declared
+        self.options = split_options or SplitOptions()
+        self.typed = [c for c in columns if c in declared]
+        self.free = [c for c in columns if c not in declared]
+        self._split_code = {name: code for code, name in enumerate(splits)}
+        self._typed_schema = pa.schema([pa.field(c, declared[c]) for c in self.typed])
+        # Next to the release folder, named after it (a failed job's clean-up removes it too).
+        folder = whole[1].parent
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{folder.name}.spool-{whole[1].stem}-", dir=folder.parent))
+        self._arrow = pa.ipc.new_stream(str(self._dir / "typed.arrows"), self._typed_schema)
+        self._values = open(self._dir / "free.pickle", "wb")  # noqa: SIM115 - closed in close()
+        self._rows: list[dict] = []
+        self._codes: list[int] = []
+        self._straightforward = False
+        self.rows = 0
+
+    def add(self, row: dict, split: str) -> None:
+        """One row (as written to the whole JSONL file) of split ``split``."""
+        if self._straightforward:
+            return
+        self._rows.append(row)
+        self._codes.append(self._split_code[split])
+        if len(self._rows) >= BATCH_ROWS:
+            self._spool()
+
+    def _spool(self) -> None:
+        rows, self._rows = self._rows, []
+        if not rows or self._straightforward:
+            return
+        try:
+            arrays = [pa.array([r.get(c) for r in rows], type=self.declared[c]) for c in self.typed]
+        except _CONVERT_ERRORS:
+            self._straightforward = True  # jsonl_to_parquet infers that column over the whole file
+            return
+        self._arrow.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self._typed_schema))
+        free = {c: [_as_read_back(r.get(c)) for r in rows] for c in self.free}
+        pickle.dump((free, self._codes[-len(rows) :]), self._values, protocol=pickle.HIGHEST_PROTOCOL)
+        self.rows += len(rows)
+
+    def _batches(self) -> Iterator[tuple[pa.RecordBatch, dict, list[int]]]:
+        with pa.ipc.open_stream(str(self._dir / "typed.arrows")) as typed, open(self._dir / "free.pickle", "rb") as fh:
+            for batch in typed:
+                free, codes = pickle.load(fh)
+                yield batch, free, codes
+
+    def close(self) -> dict[str, ParquetResult]:
+        """Write every file; returns {"whole" or split name: ParquetResult}."""
+        try:
+            self._spool()
+            self._close_spool()
+            if self._straightforward:
+                return self._straightforward_path()
+            return self._write()
+        finally:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    def abort(self) -> None:
+        """Drop the spool (the build failed)."""
+        self._close_spool()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _close_spool(self) -> None:
+        if not self._values.closed:
+            self._arrow.close()
+            self._values.close()
+
+    def _straightforward_path(self) -> dict[str, ParquetResult]:
+        src, dst = self.whole
+        out = {"whole": jsonl_to_parquet(src, dst, columns=self.columns, declared=self.declared)}
+        o = self.options
+        for split, (src, dst) in self.splits.items():
+            out[split] = split_twin(
+                src,
+                dst,
+                whole=out["whole"],
+                columns=self.columns,
+                extra=o.extra,
+                image_columns=o.image_columns,
+                batch_rows=o.batch_rows,
+            )
+        return out
+
+    def _write(self) -> dict[str, ParquetResult]:
+        # Pass 1 of the free columns: the whole file's, then (their declared types are the
+        # whole file's) each split's, in batches of BATCH_ROWS rows of that file.
+        whole = _TypePlan(self.columns, self.declared)
+        for _, free, _ in self._batches():
+            for c in self.free:
+                whole.observe(c, free[c])
+        final = whole.finish()
+        whole_schema = _schema([pa.field(c, final[c]) for c in self.columns], ())
+        o = self.options
+        twins = {split: _TypePlan(self.columns, final, whole.failed) for split in self.splits}
+        buffers: dict[str, dict[str, list]] = {s: {c: [] for c in self.free} for s in self.splits}
+        names = list(self.splits)
+
+        def observe(split: str, flush: bool) -> None:
+            buffer = buffers[split]
+            while buffer[self.free[0]] and (flush or len(buffer[self.free[0]]) >= BATCH_ROWS):
+                for c in self.free:
+                    twins[split].observe(c, buffer[c][:BATCH_ROWS])
+                    del buffer[c][:BATCH_ROWS]
+
+        if self.free:
+            for _, free, codes in self._batches():
+                for k, split in enumerate(names):
+                    picked = [i for i, code in enumerate(codes) if code == k]
+                    for c in self.free:
+                        buffers[split][c] += [free[c][i] for i in picked]
+                    observe(split, flush=False)
+            for split in names:
+                observe(split, flush=True)
+        for plan in twins.values():
+            plan.finish()
+        # Pass 2: one read of the spool, every file at once.
+        outputs = {"whole": _Output(self.whole[1], whole, whole_schema, ROW_GROUP_ROWS, {}, ())}
+        for split, plan in twins.items():
+            split_fields = [pa.field(c, plan.final[c]) for c in self.columns]
+            split_fields += [pa.field(n, t) for n, (t, _) in o.extra.items()]
+            schema = _schema(split_fields, o.image_columns)
+            rows = o.batch_rows or ROW_GROUP_ROWS
+            outputs[split] = _Output(self.splits[split][1], plan, schema, rows, o.extra, o.extra_inputs)
+        try:
+            for batch, free, codes in self._batches():
+                outputs["whole"].add(batch, free)
+                for k, split in enumerate(names):
+                    picked = [i for i, code in enumerate(codes) if code == k]
+                    if not picked:
+                        continue
+                    if len(picked) == len(codes):
+                        outputs[split].add(batch, free)
+                    else:
+                        idx = pa.array(picked, type=pa.int64())
+                        outputs[split].add(batch.take(idx), {c: [free[c][i] for i in picked] for c in self.free})
+            return {name: out.close() for name, out in outputs.items()}
+        finally:
+            for out in outputs.values():
+                out.abort()
+
+
+def _as_read_back(value):
+    """``value`` as decoding its canonical JSON gives it back (keys sorted, tuples as lists)."""
+    if value is None or isinstance(value, str):
+        return value
+    return json_loads(canonical_json_bytes(value))
+
+
+class _Output:
+    """One Parquet file of a family: pass 2 in row groups of ``batch_rows`` rows."""
+
+    def __init__(self, path: Path, plan: _TypePlan, schema: pa.Schema, batch_rows: int, extra: dict, extra_inputs):
+        self.path, self.plan, self.schema, self.batch_rows = path, plan, schema, batch_rows
+        self.extra, self.extra_inputs = extra, extra_inputs
+        self._writer = pq.ParquetWriter(str(path), schema, **PARQUET_OPTIONS)
+        self._typed: list[pa.RecordBatch] = []
+        self._free: dict[str, list] = {}
+        self._pending = 0
+        self.rows = 0
+        self._closed = False
+
+    def add(self, typed: pa.RecordBatch, free: dict[str, list]) -> None:
+        self._typed.append(typed)
+        for c, values in free.items():
+            self._free.setdefault(c, []).extend(values)
+        self._pending += typed.num_rows
+        while self._pending >= self.batch_rows:
+            self._write(self.batch_rows)
+
+    def _write(self, n: int) -> None:
+        typed = pa.Table.from_batches(self._typed, schema=self._typed[0].schema)
+        head, rest = typed.slice(0, n), typed.slice(n)
+        self._typed = rest.to_batches() if rest.num_rows else []  # zero-copy: only the head is copied
+        arrays = []
+        for c in self.plan.columns:
+            if c in self._free:
+                arrays.append(self.plan.array(c, self._free[c][:n]))
+            else:
+                arrays.append(head.column(c).combine_chunks())
+        if self.extra:
+            inputs = {
+                c: self._free[c][:n] if c in self._free else head.column(c).to_pylist() for c in self.extra_inputs
+            }
+            rows = [{c: inputs[c][i] for c in self.extra_inputs} for i in range(n)]
+            for _name, (t, compute) in self.extra.items():
+                arrays.append(pa.array([compute(r) for r in rows], type=t))
+        for c in self._free:
+            del self._free[c][:n]
+        self._pending -= n
+        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema), row_group_size=self.batch_rows)
+        self.rows += n
+
+    def close(self) -> ParquetResult:
+        if self._pending:
+            self._write(self._pending)
+        self._writer.close()
+        self._closed = True
+        return ParquetResult(file_digest(self.path), self.schema, self.rows, sorted(self.plan.failed))
+
+    def abort(self) -> None:
+        if not self._closed:
+            self._writer.close()
+            self._closed = True

@@ -18,6 +18,10 @@ class _Ticker:
     def __init__(self, progress: Progress, total: int):
         self.progress, self.total, self.last = progress, total, 0.0
 
+    def due(self) -> bool:
+        """Whether a call now would report (to skip computing ``done`` when it would not)."""
+        return time.monotonic() - self.last >= PROGRESS_EVERY_SECONDS
+
     def __call__(self, phase: str, done: int, *, force: bool = False) -> None:
         now = time.monotonic()
         if force or now - self.last >= PROGRESS_EVERY_SECONDS:

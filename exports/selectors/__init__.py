@@ -10,8 +10,8 @@ from exports.selectors.contents import (  # noqa: F401
     CANDIDATE_COLUMNS,
     PSEUDONYM_PREFIX,
     annotator_pseudonyms,
+    audit_for_export,
     candidates_by_item,
-    quality_reports_for_export,
 )
 from exports.selectors.duplicates import (  # noqa: F401
     candidate_groups,

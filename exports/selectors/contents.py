@@ -1,20 +1,20 @@
 """What a release holds besides the records: pseudonyms of annotators, candidates by item, the
-quality reports.
+audit report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import Min
-from django.db.models.functions import Coalesce
+from django.db.models import Min, TextField
+from django.db.models.functions import Cast, Coalesce
 
 from adjudication.models import GoldRecord
 from annotation.models import Annotation
 from candidates.models import Candidate
+from exports.writers import json_loads
 from projects.models import Project
 from quality.audits import audit_report_for_export
-from quality.reports import agreement_report_for_export
 
 # ------------------------------------------------------------------------------------------
 # Pseudonyms
@@ -77,34 +77,52 @@ def candidates_by_item(*, project: Project, chunk_size: int = 2000) -> Iterator[
     """(item id, candidates) in item order, streamed: for each item, the latest successful
     candidate of each provider, sorted by provider name then id. Same rule as
     ``candidates.selectors.candidates_with_identity`` (a test holds them equal), one query for
-    the whole project instead of one per item."""
+    the whole project instead of one per item. JSON is read as text and decoded (orjson) only
+    for the candidates kept."""
     rows = (
         Candidate.objects.filter(item__project=project, parse_error="")
         .order_by("item_id", "provider_id", "-created_at", "-id")
-        .values_list(*CANDIDATE_COLUMNS)
+        .annotate(fields_text=Cast("fields", TextField()), removed_text=Cast("removed", TextField()))
+        .values_list(*[_AS_TEXT.get(c, c) for c in CANDIDATE_COLUMNS])
     )
     current: int | None = None
-    latest: dict[int, dict] = {}
+    latest: dict[int, tuple] = {}
     for row in rows.iterator(chunk_size=chunk_size):
-        rec = dict(zip(CANDIDATE_COLUMNS, row))
-        if rec["item_id"] != current:
+        item_id = row[1]
+        if item_id != current:
             if current is not None:
-                yield current, sorted(latest.values(), key=lambda c: (c["provider__name"], c["id"]))
-            current, latest = rec["item_id"], {}
-        latest.setdefault(rec["provider_id"], rec)
+                yield current, _kept(latest)
+            current, latest = item_id, {}
+        latest.setdefault(row[2], row)
     if current is not None:
-        yield current, sorted(latest.values(), key=lambda c: (c["provider__name"], c["id"]))
+        yield current, _kept(latest)
+
+
+_AS_TEXT = {"fields": "fields_text", "removed": "removed_text"}
+_JSON_AT = [k for k, c in enumerate(CANDIDATE_COLUMNS) if c in _AS_TEXT]
+
+
+def _kept(latest: dict[int, tuple]) -> list[dict]:
+    out = []
+    for row in latest.values():
+        rec = dict(zip(CANDIDATE_COLUMNS, row))
+        for k in _JSON_AT:
+            text = row[k]
+            rec[CANDIDATE_COLUMNS[k]] = json_loads(text) if text is not None else None
+        out.append(rec)
+    return sorted(out, key=lambda c: (c["provider__name"], c["id"]))
 
 
 # ------------------------------------------------------------------------------------------
-# Quality reports (written by the quality app)
+# Audit report (written by the quality app)
 # ------------------------------------------------------------------------------------------
 
 
-def quality_reports_for_export(*, project: Project) -> tuple[dict, dict]:
-    """(agreement.json, audit.json) contents from ``quality.selectors``."""
-    agreement = agreement_report_for_export(project=project)
+def audit_for_export(*, project: Project) -> dict:
+    """audit.json's contents from ``quality.audits``. (A release's agreement.json is computed
+    over its own items: exports.build.agreement; the project-wide report, which costs a full
+    agreement computation when its cache is stale, is not read.)"""
     audit = audit_report_for_export(project=project)
     if audit is None:
         audit = {"status": "no audit", "reason": "no candidate-blind audit has been run on this project"}
-    return agreement, audit
+    return audit

@@ -1,0 +1,168 @@
+"""exports.build.tables.ParquetFamily: the Parquet files a release streams from its rows are
+byte for byte those of the straightforward path (jsonl_to_parquet / split_twin re-reading the
+JSONL files), whatever the rows hold. No database."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from exports.build import tables
+from exports.build.tables import (
+    IMAGE_DATA_TYPE,
+    ParquetFamily,
+    SplitOptions,
+    jsonl_to_parquet,
+    split_twin,
+)
+from exports.writers import JsonlWriter
+
+SPLITS = ("train", "val", "test")
+COLUMNS = ["id", "split", "name", "gold", "image", "meta"]
+GOLD = pa.struct([("label", pa.string()), ("boxes", pa.list_(pa.list_(pa.int64())))])
+IMAGE = pa.struct([("file", pa.string()), ("width", pa.int32())])
+DECLARED = {"id": pa.int64(), "split": pa.string(), "name": pa.string(), "gold": GOLD, "image": IMAGE}
+
+
+def build(tmp_path, rows, *, declared=DECLARED, options=None, columns=COLUMNS):
+    """Both paths over ``rows``: {file: (streamed bytes, straightforward bytes)} and the results."""
+    dest = tmp_path / "release"
+    dest.mkdir(parents=True)
+    whole = JsonlWriter(dest / "whole.jsonl")
+    per_split = {s: JsonlWriter(dest / f"{s}.jsonl") for s in SPLITS}
+    family = ParquetFamily(
+        whole=(dest / "whole.jsonl", dest / "whole.parquet"),
+        splits={s: (dest / f"{s}.jsonl", dest / f"{s}.parquet") for s in SPLITS},
+        columns=columns,
+        declared=declared,
+        split_options=options,
+    )
+    for row in rows:
+        per_split[row["split"]].write_line(whole.write(row))
+        family.add(row, row["split"])
+    whole.close()
+    for w in per_split.values():
+        w.close()
+    streamed = family.close()
+    assert not [p for p in tmp_path.iterdir() if ".spool-" in p.name], "the spool is removed"
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    o = options or SplitOptions()
+    expected = {
+        "whole": jsonl_to_parquet(dest / "whole.jsonl", ref / "whole.parquet", columns=columns, declared=declared)
+    }
+    for s in SPLITS:
+        expected[s] = split_twin(
+            dest / f"{s}.jsonl",
+            ref / f"{s}.parquet",
+            whole=expected["whole"],
+            columns=columns,
+            extra=o.extra,
+            image_columns=o.image_columns,
+            batch_rows=o.batch_rows,
+        )
+    files = {
+        name: ((dest / f"{name}.parquet").read_bytes(), (ref / f"{name}.parquet").read_bytes())
+        for name in ["whole", *SPLITS]
+    }
+    for name in files:
+        assert streamed[name].digest == expected[name].digest, name
+        assert streamed[name].json_text_columns == expected[name].json_text_columns
+        assert streamed[name].rows == expected[name].rows
+        assert streamed[name].schema == expected[name].schema
+    return files, streamed
+
+
+def row(i: int, **over) -> dict:
+    split = SPLITS[(i * 7) % 10 % 3] if i % 5 else "train"
+    out = {
+        "id": i,
+        "split": split,
+        "name": f"item {i}",
+        "gold": {"label": "harmful" if i % 3 else "not harmful", "boxes": [[i, i + 1, i + 2, i + 3]] * (i % 3)},
+        "image": {"width": 100 + i, "file": f"images/{i}.png" if i % 4 == 0 else None},
+        # free form: keys in any order, some missing, ints and floats in one key, nested objects
+        "meta": {"z": i, "a": {"y": 1.5 if i % 2 else 2, "b": [1, 2]}} if i % 3 else {"k": "text", "z": i},
+    }
+    out.update(over)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def small_batches(monkeypatch):
+    # batch boundaries inside the files and inside the splits (the types unify across batches)
+    monkeypatch.setattr(tables, "BATCH_ROWS", 4)
+    monkeypatch.setattr(tables, "ROW_GROUP_ROWS", 5)
+
+
+def test_inferred_columns_unify_over_batches_and_splits(tmp_path):
+    files, streamed = build(tmp_path, [row(i) for i in range(31)])
+    for name, (got, want) in files.items():
+        assert got == want, name
+    meta = streamed["whole"].schema.field("meta").type
+    assert pa.types.is_struct(meta) and sorted(f.name for f in meta) == ["a", "k", "z"]
+
+
+def test_columns_no_type_can_hold_are_json_text_in_every_file(tmp_path):
+    rows = [row(i) for i in range(13)] + [row(13, meta={"z": "not a number"}), row(14, meta={"z": [1]})]
+    files, streamed = build(tmp_path, rows)
+    assert streamed["whole"].json_text_columns == ["meta"]
+    for name, (got, want) in files.items():
+        assert got == want, name
+
+
+def test_a_declared_type_that_does_not_fit_takes_the_straightforward_path(tmp_path):
+    # a references workflow: a list of labels where the schema's type is one text
+    rows = [row(i, gold={"label": ["a", "b"][: i % 3], "boxes": []}) for i in range(10)]
+    files, streamed = build(tmp_path / "lists", rows)
+    gold = streamed["whole"].schema.field("gold").type
+    assert pa.types.is_list(gold.field(0).type)
+    for name, (got, want) in files.items():
+        assert got == want, name
+    # the same after batches that fit: the column then holds values no one type can hold
+    rows = [row(i) for i in range(9)] + [row(9, gold={"label": ["a", "b"], "boxes": []})]
+    files, streamed = build(tmp_path / "mixed", rows)
+    assert streamed["whole"].json_text_columns == ["gold"]
+    for name, (got, want) in files.items():
+        assert got == want, name
+
+
+def test_always_empty_objects_an_empty_split_and_a_split_of_its_own_types(tmp_path):
+    # meta is {} everywhere but in one val row: the train split's own pass sees only empty objects
+    rows = [row(i, split="train", meta={}) for i in range(6)] + [row(6, split="val", meta={"only": {"here": 1}})]
+    files, streamed = build(tmp_path, rows)
+    assert pq.ParquetFile(tmp_path / "release" / "test.parquet").num_row_groups == 0
+    for name, (got, want) in files.items():
+        assert got == want, name
+
+
+def test_split_extras_are_computed_per_row_in_their_row_groups(tmp_path):
+    (tmp_path / "images").mkdir()
+    for i in range(0, 40, 4):
+        (tmp_path / "images" / f"{i}.png").write_bytes(bytes([i]) * (i + 1))
+
+    def image_data(r: dict):
+        name = (r.get("image") or {}).get("file")
+        return {"bytes": (tmp_path / name).read_bytes(), "path": name} if name else None
+
+    options = SplitOptions(
+        extra={"image_data": (IMAGE_DATA_TYPE, image_data)},
+        extra_inputs=("image",),
+        image_columns=("image_data",),
+        batch_rows=3,
+    )
+    files, streamed = build(tmp_path, [row(i) for i in range(40)], options=options)
+    for name, (got, want) in files.items():
+        assert got == want, name
+    assert streamed["train"].schema.names[-1] == "image_data"
+    back = pq.read_table(tmp_path / "release" / "train.parquet").to_pylist()
+    assert any(r["image_data"] for r in back) and all(
+        (r["image_data"] is None) == (r["image"]["file"] is None) for r in back
+    )
+
+
+def test_no_rows_at_all(tmp_path):
+    files, _ = build(tmp_path, [])
+    for name, (got, want) in files.items():
+        assert got == want, name
