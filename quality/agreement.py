@@ -192,6 +192,19 @@ class UnitTable:
             self._columns[name] = self._build(name)
         return self._columns[name]
 
+    def take(self, keep) -> UnitTable:
+        """The units where the boolean array ``keep`` is true (their columns on first use)."""
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != self.item_ids.shape:
+            raise ValueError("keep must have one entry per unit")
+
+        def column(name: str) -> Column:
+            whole = self.column(name)
+            return Column(whole.codes[keep], whole.raw)
+
+        completed = [c for c, k in zip(self.completed_at, keep.tolist(), strict=True) if k]
+        return UnitTable(self.item_ids[keep], self.annotators[keep], self.counts[keep], completed, column)
+
     @classmethod
     def from_units(cls, units: list[Unit]) -> UnitTable:
         n = len(units)

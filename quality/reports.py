@@ -329,6 +329,12 @@ def _field_names(schema) -> list[str]:
     return [spec["name"] for spec in schema.fields]
 
 
+def report_table_all_fields(*, project: Project) -> UnitTable:
+    """:func:`report_table` of every field of the project's schema, default filters (a
+    release's agreement.json: quality.reports' units, restricted there to released items)."""
+    return report_table(project=project, fields=_field_names(project.get_schema()))
+
+
 def agreement_report_build(*, project: Project, filters: dict | None = None, progress=None) -> dict:
     """Compute the agreement report and the dashboard analytics from the database (no caching).
 

@@ -14,13 +14,16 @@ from adjudication.services import lexicon_current
 from exports.selectors import SplitPlan
 from projects.models import Project
 from quality import agreement
-from quality.reports import DEFAULT_FILTERS, report_units
+from quality.reports import DEFAULT_FILTERS, report_table_all_fields
 
 
 def release_agreement(*, project: Project, plan: SplitPlan) -> dict:
     schema = project.get_schema()
     lexicon_version, lexicon = lexicon_current(project=project)
-    units = [u for u in report_units(project=project) if plan.split_of(u.item_id) is not None]
+    # Columns, not per-record dicts (quality.reports.report_table): the units of every item,
+    # then those of released items only.
+    table = report_table_all_fields(project=project)
+    units = table.take([plan.split_of(int(pk)) is not None for pk in table.item_ids.tolist()])
     scope = DEFAULT_FILTERS["scope"]
     results = agreement.agreement_figures(schema, units, lexicon=lexicon, scope=scope)
     return {
@@ -31,7 +34,7 @@ def release_agreement(*, project: Project, plan: SplitPlan) -> dict:
         "scope": scope,
         "scope_description": agreement.SCOPES[scope],
         "n_items": len(units),
-        "n_annotations": sum(len(u.values) for u in units),
+        "n_annotations": int(units.counts.sum()),
         "max_slots": agreement.slot_count(units),
         "method": {
             "raters": "two annotations per item: the two annotations; more: annotator pairs (people) over the items "

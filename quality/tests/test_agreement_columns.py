@@ -225,6 +225,26 @@ def test_report_figures_on_a_table_equal_those_on_units(schema_name):
     assert agreement_over_time(from_table, table) == agreement_over_time(from_units, units)
 
 
+@pytest.mark.parametrize("schema_name", ["meme3w", "aha"])
+def test_a_taken_subset_of_a_table_equals_the_table_of_the_subset(schema_name):
+    """UnitTable.take (a release's agreement.json: released items only) gives the figures of the
+    units kept, as a table built from those units alone does."""
+    schema = SCHEMAS[schema_name]
+    units = hostile_units(schema, 120, seed=4)
+    keep = np.random.default_rng(2).random(len(units)) < 0.6
+    taken = UnitTable.from_units(units).take(keep)
+    subset = [u for u, k in zip(units, keep, strict=True) if k]
+    assert taken.item_ids.tolist() == [u.item_id for u in subset]
+    assert int(taken.counts.sum()) == sum(len(u.values) for u in subset)
+    got = agreement.agreement_figures(schema, taken, lexicon=LEXICON, resamples=30)
+    want = agreement.agreement_figures(schema, subset, lexicon=LEXICON, resamples=30)
+    assert [agreement.field_result_dict(r, "both") for r in got] == [
+        agreement.field_result_dict(r, "both") for r in want
+    ]
+    with pytest.raises(ValueError):
+        UnitTable.from_units(units).take(keep[:-1])
+
+
 def test_no_units_and_single_records():
     schema = SCHEMAS["aha"]
     for units in ([], hostile_units(schema, 1, seed=1), [Unit(1, ({"is_hateful": "Hateful"},), (4,))]):
