@@ -18,6 +18,7 @@ from annotation.selectors import (
     annotation_get_for_annotator,
     annotation_item_check,
     annotator_preference,
+    item_reference,
     workspace_for_annotator,
 )
 from annotation.services import SKIP_REASON_KEYS, annotation_save_draft, annotation_skip, assignment_claim_next
@@ -64,6 +65,22 @@ class OwnAnnotationApi(APIView):
         project = project_get_for_user(user=request.user, slug=slug, roles=[ROLE_FOR_KIND[self.kind]])
         return annotation_get_for_annotator(user=request.user, project=project, item_id=item_id, kind=self.kind)
 
+    def _item(self, request, slug, item_id):
+        """The item a save writes, by reference: the save locks it within the project and reads
+        the caller's annotation under the lock (404 when it is not theirs), so it is not read
+        twice."""
+        project = project_get_for_user(user=request.user, slug=slug, roles=[ROLE_FOR_KIND[self.kind]])
+        return item_reference(project=project, item_id=item_id)
+
+    def _save_input(self, request, slug, item_id) -> dict:
+        """The validated save body. A refused body answers 404 first, as before, when the item is
+        not the caller's (the check costs a query only on this error path)."""
+        data = SaveInput(data=request.data)
+        if not data.is_valid():
+            self._annotation(request, slug, item_id)
+            raise serializers.ValidationError(data.errors)
+        return data.validated_data
+
 
 class AnnotationStateApi(OwnAnnotationApi):
     """The caller's own annotation of an item, with anonymized candidates (none in an audit)."""
@@ -104,10 +121,9 @@ class AnnotationDraftApi(OwnAnnotationApi):
     @extend_schema(request=SaveInput, responses={200: SaveOutput, 400: ErrorOutput, 409: ErrorOutput})
     def post(self, request, slug, item_id, kind=Kind.ANNOTATION):
         self.kind = kind
-        annotation = self._annotation(request, slug, item_id)
-        data = SaveInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        result = annotation_save_draft(annotator=request.user, item=annotation.item, kind=kind, **data.validated_data)
+        item = self._item(request, slug, item_id)
+        data = self._save_input(request, slug, item_id)
+        result = annotation_save_draft(annotator=request.user, item=item, kind=kind, **data)
         return Response(SaveOutput(save_output(result)).data)
 
 

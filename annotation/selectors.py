@@ -51,6 +51,18 @@ def annotation_get_for_annotator(*, user, project: Project, item_id: Any, kind: 
     return annotation
 
 
+def item_reference(*, project: Project, item_id: Any) -> Item:
+    """An item of ``project`` (already access-checked) by id, not read: for the writes that lock
+    the item themselves (annotation.services.saves), which look it up within ``project`` under
+    the lock and refuse with 404 an item that is not the caller's. Nothing but ``pk`` and
+    ``project`` may be read from it."""
+    try:
+        pk = int(item_id)
+    except (TypeError, ValueError):
+        raise Http404("No such item") from None
+    return Item(pk=pk, project=project)
+
+
 def annotation_item_check(*, user, item) -> None:
     """An annotator sees an item's (anonymized) candidates only for an item they hold or held:
     the annotation workspace's own items, not any item of the project by id."""

@@ -74,10 +74,25 @@ def _letter(index: int) -> str:
     return letters[index // len(letters) - 1] + letters[index % len(letters)]
 
 
-def _shuffled(*, item: Item, user) -> list[tuple[str, Candidate]]:
-    cands = _latest_per_provider(item=item)
-    cands.sort(key=lambda c: _order_key(item_pk=item.pk, user_pk=user.pk, candidate_pk=c.pk))
-    return [(_letter(i), c) for i, c in enumerate(cands)]
+def _latest_for_annotator(*, item: Item) -> list[tuple[int, dict]]:
+    """(id, fields) of what ``_latest_per_provider`` keeps, reading only the columns the
+    anonymous view needs (no provider, model, reply or think is even loaded)."""
+    latest: dict[int, tuple[int, str, dict]] = {}
+    rows = (
+        Candidate.objects.filter(item=item)
+        .order_by("provider_id", "-created_at", "-id")
+        .values_list("provider_id", "id", "parse_error", "fields")
+    )
+    for provider_id, pk, parse_error, fields in rows:
+        latest.setdefault(provider_id, (pk, parse_error, fields))
+    return [(pk, fields) for pk, parse_error, fields in latest.values() if not parse_error and fields]
+
+
+def _shuffled(*, item: Item, user) -> list[tuple[str, int, dict]]:
+    """(letter, candidate id, fields), in the annotator's order."""
+    cands = _latest_for_annotator(item=item)
+    cands.sort(key=lambda c: _order_key(item_pk=item.pk, user_pk=user.pk, candidate_pk=c[0]))
+    return [(_letter(i), pk, fields) for i, (pk, fields) in enumerate(cands)]
 
 
 def candidates_for_annotator(*, item: Item, user) -> list[AnonymousCandidate]:
@@ -86,14 +101,25 @@ def candidates_for_annotator(*, item: Item, user) -> list[AnonymousCandidate]:
     Only the latest successful candidate per provider is included; items without candidates
     give ``[]``. The returned objects hold nothing but a letter and normalized fields.
     """
-    return [AnonymousCandidate(letter=letter, fields=dict(c.fields)) for letter, c in _shuffled(item=item, user=user)]
+    return [
+        AnonymousCandidate(letter=letter, fields=dict(fields)) for letter, _, fields in _shuffled(item=item, user=user)
+    ]
+
+
+def candidate_ids_for_annotator(*, item: Item, user) -> dict[str, tuple[int, AnonymousCandidate]]:
+    """Server side only: letter -> (stored candidate id, what the annotator saw), in one query
+    (a save resolves its provenance letters with it)."""
+    return {
+        letter: (pk, AnonymousCandidate(letter=letter, fields=dict(fields)))
+        for letter, pk, fields in _shuffled(item=item, user=user)
+    }
 
 
 def candidate_id_for_letter(*, item: Item, user, letter: str) -> int | None:
     """Server side only: which stored candidate ``letter`` was for this (item, annotator)."""
-    for shown, cand in _shuffled(item=item, user=user):
+    for shown, pk, _ in _shuffled(item=item, user=user):
         if shown == letter:
-            return cand.pk
+            return pk
     return None
 
 

@@ -184,6 +184,10 @@ else:
         }
     }
 
+# Sessions are read from the cache (Redis, or the file cache without it) and written through to
+# the database: a request costs no session query, and a session outlives a cache flush.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+
 # Celery (read by concord/celery.py with namespace="CELERY").
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":

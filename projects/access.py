@@ -28,12 +28,20 @@ def roles_of(*, user, project: Project) -> set[str]:
 
 
 def project_get_for_user(*, user, slug: str, roles: Iterable[str] | None = None) -> Project:
-    project = Project.objects.filter(slug=slug).first()
-    if project is None or not user.is_authenticated:
+    """The project and the caller's active roles in it, in one query (every request asks)."""
+    if not user.is_authenticated:
         raise Http404("No such project")
-    mine = roles_of(user=user, project=project)
-    if not mine:
+    memberships = list(
+        Membership.objects.filter(user=user, project__slug=slug, is_active=True).select_related("project")
+    )
+    if not memberships:
         raise Http404("No such project")
+    project = memberships[0].project
+    mine = {m.role for m in memberships}
+    cache = getattr(user, "_concord_roles", None)
+    if cache is None:
+        cache = user._concord_roles = {}
+    cache[project.pk] = mine
     if roles is not None and not (mine & set(roles)):
         raise PermissionDenied("Your role in this project does not allow this")
     project.user_roles = mine

@@ -4,6 +4,7 @@ links may only use http(s), mailto or relative URLs (markdown-it's link validati
 from __future__ import annotations
 
 import difflib
+import functools
 
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
@@ -26,7 +27,10 @@ _MD.validateLink = _validate_link
 HEADING_SHIFT = 2
 
 
+@functools.lru_cache(maxsize=32)
 def render_markdown(text: str) -> SafeString:
+    """Keyed on the text itself: an edited guideline is a new key, so nothing goes stale (every
+    workspace page shows the project's guideline; rendering it cost about a millisecond)."""
     # markdown-it escapes every character of text and attributes itself ("html": False turns
     # raw HTML blocks and inline tags into escaped text), so its output is safe to mark.
     tokens = _MD.parse(text or "")

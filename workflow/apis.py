@@ -51,10 +51,9 @@ class AnnotationSubmitApi(OwnAnnotationApi):
     )
     def post(self, request, slug, item_id, kind=Kind.ANNOTATION):
         self.kind = kind
-        annotation = self._annotation(request, slug, item_id)
-        data = SaveInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        result = annotation_submit(annotator=request.user, item=annotation.item, kind=kind, **data.validated_data)
+        item = self._item(request, slug, item_id)
+        data = self._save_input(request, slug, item_id)
+        result = annotation_submit(annotator=request.user, item=item, kind=kind, **data)
         return Response(SaveOutput(save_output(result)).data)
 
 

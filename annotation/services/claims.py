@@ -72,11 +72,16 @@ def _expiry(project: Project, now):
     return now + timedelta(minutes=max(1, project.claim_timeout_minutes))
 
 
-def _lock_item(item_id: int) -> Item | None:
-    """Row-lock the item (waits for a concurrent holder). Caller is inside transaction.atomic()."""
+def _lock_item(item_id: int, *, project_id: int | None = None) -> Item | None:
+    """Row-lock the item (waits for a concurrent holder) and read it with its project, fresh.
+    Caller is inside transaction.atomic(). With ``project_id``, only an item of that project
+    (None otherwise)."""
     # of=("self",): lock the item row only. Without it PostgreSQL also locks the joined project
     # row, which would serialize every claim and save of the whole project.
-    return Item.objects.select_for_update(of=("self",)).filter(pk=item_id).select_related("project").first()
+    rows = Item.objects.select_for_update(of=("self",)).filter(pk=item_id).select_related("project")
+    if project_id is not None:
+        rows = rows.filter(project_id=project_id)
+    return rows.first()
 
 
 def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:

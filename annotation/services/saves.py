@@ -20,7 +20,7 @@ from annotation.models import (
     assignment_of,
 )
 from annotation.services.claims import _lock_item, _reclaim_locked, slots_of
-from candidates.selectors import candidate_id_for_letter, candidates_for_annotator
+from candidates.selectors import candidate_ids_for_annotator
 from core.errors import Conflict, Invalid, NotFound, StaleVersion
 from projects.models import Item, Stage
 from projects.presets import MEME3W_SKIP_REASONS, PRESETS
@@ -123,20 +123,18 @@ def _resolve_provenance(*, schema: Schema, annotation: Annotation, values: dict,
         wanted[name] = letter
     if not wanted:
         return {}
-    shown = {c.letter: c for c in candidates_for_annotator(item=annotation.item, user=annotation.annotator)}
+    shown = candidate_ids_for_annotator(item=annotation.item, user=annotation.annotator)
     ids: dict[str, int | None] = {}
     previous = annotation.provenance or {}
     out = {}
     for name, letter in wanted.items():
-        cand = shown.get(letter)
-        if cand is None:
+        if letter not in shown:
             raise Invalid(f"There is no candidate {letter}.", errors={name: f"there is no candidate {letter}"})
+        current_id, cand = shown[letter]
         if letter not in ids:
             old = previous.get(name) or {}
             ids[letter] = (
-                old.get("candidate_id")
-                if old.get("letter") == letter and old.get("candidate_id")
-                else (candidate_id_for_letter(item=annotation.item, user=annotation.annotator, letter=letter))
+                old.get("candidate_id") if old.get("letter") == letter and old.get("candidate_id") else current_id
             )
         cand_value = cand.fields.get(name, schema.type_of(name).absent(schema.by_name[name]))
         out[name] = {
@@ -163,10 +161,14 @@ def _active_ms(time_spent_ms: Any, *, annotation: Annotation, now) -> int:
 
 def _load_for_write(*, annotator, item: Item, kind: str):
     """Lock the item, then read its annotations of ``kind`` in one query: the caller's (with its
-    assignment) and the (annotator, status, assignment status, expiry) rows of all of them."""
-    locked = _lock_item(item.pk)
+    assignment) and the (annotator, status, assignment status, expiry) rows of all of them.
+
+    ``item`` may be a reference (annotation.selectors.item_reference: id + access-checked
+    project): the item is locked within its project, and 404 unless the caller holds it."""
+    locked = _lock_item(item.pk, project_id=item.project_id)
     if locked is None:
-        raise NotAssigned("This item does not exist any more.")
+        # Within a project, a missing item and another's read alike: existence is not revealed.
+        raise NotAssigned("This item is not assigned to you.")
     stage = locked.workflow_stage if kind == Kind.ANNOTATION else 0
     annotation, rows = None, []
     for a in Annotation.objects.filter(item=locked, kind=kind, stage=stage).select_related("assignment"):

@@ -61,7 +61,7 @@ def test_researchers_and_leads_read_others_are_refused(
 
 def test_release_list_and_detail(release, researcher, django_assert_num_queries):
     client = api(researcher)
-    with django_assert_num_queries(5):  # token auth, project, roles, count, page
+    with django_assert_num_queries(4):  # token auth, project + roles, count, page
         data = client.get("/api/projects/p1/releases/").json()
     assert data["count"] == 1
     assert data["results"][0] | {"created_at": None} == {

@@ -1,0 +1,94 @@
+"""What the cheaper request path (issue 18) must not change: what is computed once is redone
+after an edit, cached sessions end at logout, and a save by item reference stays scoped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from annotation.factories import MEME3W_HARMFUL, claim, items_open, ready
+from annotation.models import Annotation, AnnotationRevision
+from projects.factories import PASSWORD, items_create, project_with_members
+from projects.guideline import render_markdown
+from projects.services import guideline_save
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_edited_guideline_shows_on_the_next_page(project, open_items, ann_a, lead, client_for):
+    mine = claim(ann_a, project)
+    guideline_save(project=project, text="# Rules\n\nFirst **version** of the rules.", user=lead)
+    c = client_for(ann_a)
+    url = reverse("annotate_item", args=[project.slug, mine.item_id])
+    assert b"First <strong>version</strong>" in c.get(url).content
+    assert b"First <strong>version</strong>" in c.get(url).content  # rendered once, served again
+    guideline_save(project=project, text="# Rules\n\nSecond *version*: boxes are required.", user=lead)
+    page = c.get(url).content
+    assert b"Second <em>version</em>: boxes are required." in page
+    assert b"First <strong>version</strong>" not in page
+
+
+def test_rendered_guidelines_are_keyed_on_their_text():
+    first = render_markdown("Use **bold**.")
+    assert render_markdown("Use **bold**.") is first
+    assert "<em>" in render_markdown("Use *em*.")
+    assert "&lt;script&gt;" in render_markdown("<script>alert(1)</script>")
+
+
+def test_a_logged_out_session_cookie_is_refused(project, open_items, ann_a, client):
+    assert client.login(username=ann_a.username, password=PASSWORD)
+    home = reverse("annotate_home", args=[project.slug])
+    assert client.get(home).status_code == 200  # the session is now in the cache too
+    cookie = client.cookies["sessionid"].value
+    client.post(reverse("logout"))
+    client.cookies["sessionid"] = cookie
+    r = client.get(home)
+    assert r.status_code == 302 and "/accounts/login/" in r["Location"]
+
+
+def _post(c, url, body):
+    return c.post(url, data=json.dumps(body), content_type="application/json")
+
+
+def test_a_save_cannot_reach_an_item_of_another_project_through_this_one(
+    project, open_items, ann_a, tmp_path, client_for
+):
+    other = project_with_members("p2", annotator=[ann_a])
+    ready(ann_a, other)
+    theirs = items_create(other, tmp_path / "other", 2)
+    items_open(theirs)
+    held = claim(ann_a, other)  # ann_a holds an item of p2 and is an annotator of p1 as well
+    c = client_for(ann_a)
+    for name in ("api_annotate_draft", "api_annotate_submit"):
+        r = _post(c, reverse(name, args=[project.slug, held.item_id]), {"values": MEME3W_HARMFUL, "version": 0})
+        assert r.status_code == 404, (name, r.content)
+    held.refresh_from_db()
+    assert held.version == 0 and held.status == Annotation.Status.DRAFT
+    assert not AnnotationRevision.objects.filter(annotation=held).exists()
+    # Through its own project the same save goes through.
+    r = _post(c, reverse("api_annotate_draft", args=[other.slug, held.item_id]), {"values": {}, "version": 0})
+    assert r.status_code == 200, r.content
+
+
+def test_a_missing_item_and_another_annotators_item_answer_alike(project, open_items, ann_a, ann_b, client_for):
+    theirs = claim(ann_b, project)
+    c = client_for(ann_a)
+    bodies = []
+    for item_id in (theirs.item_id, 99999999):
+        r = _post(c, reverse("api_annotate_draft", args=[project.slug, item_id]), {"values": {}, "version": 0})
+        assert r.status_code == 404
+        bodies.append(r.json())
+    assert bodies[0] == bodies[1]
+
+
+def test_a_bad_body_for_an_item_not_held_is_still_404(project, open_items, ann_a, ann_b, client_for):
+    theirs = claim(ann_b, project)
+    c = client_for(ann_a)
+    for name in ("api_annotate_draft", "api_annotate_submit"):
+        r = _post(c, reverse(name, args=[project.slug, theirs.item_id]), {"values": {}})  # no version
+        assert r.status_code == 404, name
+    mine = claim(ann_a, project)
+    r = _post(c, reverse("api_annotate_draft", args=[project.slug, mine.item_id]), {"values": {}})
+    assert r.status_code == 400 and "version" in r.json()["errors"]
