@@ -30,8 +30,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
+# Test processes (pytest-xdist; 0 = one process). README "Tests".
+PYTEST_WORKERS ?= 3
+
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # Re-pin both locks from requirements/*.in (maintainers only; needs the package index).
 lock: $(STAMP)
