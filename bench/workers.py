@@ -284,14 +284,7 @@ def one_run(args, env, n: int, index: int, archive: Path, log: Path) -> dict:
         with transaction.atomic():
             job = import_job_create(project=project, user=None, source_name=archive.name, upload_path=upload)
             job_enqueue(job)  # the task is sent when this commits
-        deadline = time.monotonic() + args.timeout
-        while True:
-            job.refresh_from_db()
-            if job.finished:
-                break
-            if time.monotonic() > deadline or all(p.poll() is not None for p in procs):
-                raise SystemExit(f"import of {n} worker(s) did not end (status {job.status}); see {log}")
-            time.sleep(0.05)
+        wait_finished(job, procs, args.timeout, f"import of {n} worker(s)", log)
         wall = time.perf_counter() - t0
         cpu = cpu_seconds(procs) - cpu0
         ocr = ocr_run(args, project, procs, log) if args.ocr else None
@@ -325,6 +318,18 @@ def one_run(args, env, n: int, index: int, archive: Path, log: Path) -> dict:
     }
 
 
+def wait_finished(job, procs, timeout: float, what: str, log: Path) -> None:
+    """Poll the job row until it ended; exit when it takes too long or every worker died."""
+    deadline = time.monotonic() + timeout
+    while True:
+        job.refresh_from_db()
+        if job.finished:
+            return
+        if time.monotonic() > deadline or all(p.poll() is not None for p in procs):
+            raise SystemExit(f"{what} did not end (status {job.status}); see {log}")
+        time.sleep(0.05)
+
+
 def ocr_run(args, project, procs, log: Path) -> dict:
     """OCR of every imported item (projects.ocr: chunks of CHUNK_ITEMS, one task each), timed
     from the job's creation to its end; exact when every item has exactly one result."""
@@ -334,14 +339,7 @@ def ocr_run(args, project, procs, log: Path) -> dict:
     cpu0 = cpu_seconds(procs)
     t0 = time.perf_counter()
     job = ocr_job_start(project=project)
-    deadline = time.monotonic() + args.timeout
-    while True:
-        job.refresh_from_db()
-        if job.finished:
-            break
-        if time.monotonic() > deadline or all(p.poll() is not None for p in procs):
-            raise SystemExit(f"OCR run did not end (status {job.status}); see {log}")
-        time.sleep(0.05)
+    wait_finished(job, procs, args.timeout, "OCR run", log)
     return {
         "wall": time.perf_counter() - t0,
         "cpu": cpu_seconds(procs) - cpu0,
