@@ -117,10 +117,8 @@ def candidate_ids_for_annotator(*, item: Item, user) -> dict[str, tuple[int, Ano
 
 def candidate_id_for_letter(*, item: Item, user, letter: str) -> int | None:
     """Server side only: which stored candidate ``letter`` was for this (item, annotator)."""
-    for shown, pk, _ in _shuffled(item=item, user=user):
-        if shown == letter:
-            return pk
-    return None
+    shown = candidate_ids_for_annotator(item=item, user=user).get(letter)
+    return shown[0] if shown else None
 
 
 def _identified(cand: Candidate) -> IdentifiedCandidate:

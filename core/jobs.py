@@ -284,6 +284,28 @@ def chunk_claim(model: type[C], chunk_id: int) -> C | None:
     return model.objects.get(pk=chunk_id) if claimed else None
 
 
+def chunk_run(model: type[C], chunk_id: int, work: Callable[[C], None]) -> C | None:
+    """Claim a chunk (chunk_claim) and run ``work(chunk)`` on it: a JobCancelled from the work
+    (a lead cancelled, or the chunk was taken over) ends it CANCELLED, any other error FAILED
+    with the error, logged. None when the claim fails; else the chunk row, which the caller's
+    job may now finish (its last open chunk ended)."""
+    chunk = chunk_claim(model, chunk_id)
+    if chunk is None:
+        return None
+    try:
+        work(chunk)
+    except JobCancelled:
+        model.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.CANCELLED, finished_at=timezone.now()
+        )
+    except Exception as exc:
+        log.exception("%s %s (job %s) failed", model.__name__, chunk.number, chunk.job_id)
+        model.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.FAILED, finished_at=timezone.now(), error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
+        )
+    return chunk
+
+
 def chunks_to_send(queryset) -> list[int]:
     """Ids of the chunks (of one job) that need a delivery: queued, or running without a
     heartbeat within the lease (their worker was lost)."""

@@ -27,7 +27,7 @@ from django.http import Http404
 from adjudication.models import AdjudicationTask
 from annotation.models import Annotation, Kind
 from exports.models import NearDuplicatePair, Release
-from exports.selectors import release_dir
+from exports.selectors import release_dir, released_file_name
 from projects.access import item_get_for_user, roles_of
 from projects.imaging import CONTENT_TYPES, image_path
 from projects.models import Item, ItemVariant, Project, Role
@@ -51,13 +51,13 @@ def _reviewed(*, user, project: Project, item: Item) -> bool:
 
 
 def released_image_name(item: Item) -> str:
-    """The image's name inside a release folder (exports.build._image_entry)."""
-    return f"images/{item.image_sha256}.{item.image.rsplit('.', 1)[-1]}"
+    """The image's name inside a release folder (as exports.build.records writes it)."""
+    return released_file_name(item.image_sha256, item.image)
 
 
 def released_variant_name(variant: ItemVariant) -> str:
     """A variant's name inside a release folder (next to the originals, by content)."""
-    return f"images/{variant.image_sha256}.{variant.image.rsplit('.', 1)[-1]}"
+    return released_file_name(variant.image_sha256, variant.image)
 
 
 def _released(*, project: Project, name: str) -> bool:

@@ -14,12 +14,19 @@ from django.http import Http404
 from projects.models import Item, Membership, Project
 
 
-def roles_of(*, user, project: Project) -> set[str]:
-    if not user.is_authenticated:
-        return set()
+def _roles_cache(user) -> dict[int, set[str]]:
+    """The caller's active roles by project id, kept on the user object for the request
+    (projects.members drops it when memberships change)."""
     cache = getattr(user, "_concord_roles", None)
     if cache is None:
         cache = user._concord_roles = {}
+    return cache
+
+
+def roles_of(*, user, project: Project) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    cache = _roles_cache(user)
     if project.pk not in cache:
         cache[project.pk] = set(
             Membership.objects.filter(user=user, project=project, is_active=True).values_list("role", flat=True)
@@ -37,11 +44,7 @@ def project_get_for_user(*, user, slug: str, roles: Iterable[str] | None = None)
     if not memberships:
         raise Http404("No such project")
     project = memberships[0].project
-    mine = {m.role for m in memberships}
-    cache = getattr(user, "_concord_roles", None)
-    if cache is None:
-        cache = user._concord_roles = {}
-    cache[project.pk] = mine
+    mine = _roles_cache(user)[project.pk] = {m.role for m in memberships}
     if roles is not None and not (mine & set(roles)):
         raise PermissionDenied("Your role in this project does not allow this")
     project.user_roles = mine

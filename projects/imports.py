@@ -30,7 +30,7 @@ from core.jobs import (
     JobCancelled,
     JobFailed,
     Progress,
-    chunk_claim,
+    chunk_run,
     chunks_to_send,
     job_cleanup_register,
     job_enqueue,
@@ -290,22 +290,12 @@ def import_chunk_run(*, chunk_id: int) -> ImportChunk | None:
     """Import one chunk's rows (a Celery task, or inline). Claims the chunk (a conditional
     update; a chunk whose worker was lost is claimed again and resumes after its last
     checkpoint), then ends the job if this was the last open chunk."""
-    chunk = chunk_claim(ImportChunk, chunk_id)
+    chunk = chunk_run(
+        ImportChunk, chunk_id, lambda c: _chunk_work(ImportJob.objects.select_related("project").get(pk=c.job_id), c)
+    )
     if chunk is None:
         return None
-    job = ImportJob.objects.select_related("project").get(pk=chunk.job_id)
-    try:
-        _chunk_work(job, chunk)
-    except JobCancelled:
-        ImportChunk.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.CANCELLED, finished_at=timezone.now()
-        )
-    except Exception as exc:
-        log.exception("import job %s chunk %s failed", job.pk, chunk.number)
-        ImportChunk.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.FAILED, finished_at=timezone.now(), error=f"{type(exc).__name__}: {exc}"[:2000]
-        )
-    import_finish_if_complete(job_id=job.pk)
+    import_finish_if_complete(job_id=chunk.job_id)
     return ImportChunk.objects.get(pk=chunk.pk)
 
 

@@ -29,7 +29,7 @@ from core.jobs import (
     MAX_ERROR,
     JobCancelled,
     Progress,
-    chunk_claim,
+    chunk_run,
     chunks_to_send,
     job_enqueue,
     job_finish,
@@ -108,28 +108,22 @@ def _ocr_work(job: OcrJob, progress: Progress, *, fan_out: bool) -> None:
 def ocr_chunk_run(*, chunk_id: int) -> OcrChunk | None:
     """Read one chunk's items (a Celery task, or inline), then end the job if this was the last
     open chunk. Claims the chunk with a conditional update, so of two deliveries one runs it."""
-    chunk = chunk_claim(OcrChunk, chunk_id)
+    chunk = chunk_run(OcrChunk, chunk_id, _chunk_work)
     if chunk is None:
         return None
-    job = OcrJob.objects.select_related("project").get(pk=chunk.job_id)
-    try:
-        done = len(chunk.item_ids) - _pending(job.project).filter(pk__in=chunk.item_ids).count()
-        for item in _pending(job.project).filter(pk__in=chunk.item_ids).iterator(chunk_size=CHUNK_ITEMS):
-            item_ocr_read(item=item)
-            done += 1
-            _checkpoint(job, chunk, done)
-        _checkpoint(job, chunk, done, status=JobStatus.DONE)
-    except JobCancelled:
-        OcrChunk.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.CANCELLED, finished_at=timezone.now(), error="cancelled"
-        )
-    except Exception as exc:
-        log.exception("OCR job %s chunk %s failed", job.pk, chunk.number)
-        OcrChunk.objects.filter(pk=chunk.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.FAILED, finished_at=timezone.now(), error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
-        )
-    ocr_finish_if_complete(job_id=job.pk)
+    ocr_finish_if_complete(job_id=chunk.job_id)
     return OcrChunk.objects.get(pk=chunk.pk)
+
+
+def _chunk_work(chunk: OcrChunk) -> None:
+    job = OcrJob.objects.select_related("project").get(pk=chunk.job_id)
+    pending = _pending(job.project).filter(pk__in=chunk.item_ids)
+    done = len(chunk.item_ids) - pending.count()
+    for item in pending.iterator(chunk_size=CHUNK_ITEMS):
+        item_ocr_read(item=item)
+        done += 1
+        _checkpoint(job, chunk, done)
+    _checkpoint(job, chunk, done, status=JobStatus.DONE)
 
 
 def _checkpoint(job: OcrJob, chunk: OcrChunk, done: int, status=None) -> None:

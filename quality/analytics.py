@@ -9,7 +9,7 @@ from itertools import combinations
 import numpy as np
 import scipy.sparse as sp
 
-from metrics.agreement import cohen_kappa, confusion_matrix
+from metrics.agreement import cohen_kappa
 from projects.fieldtypes import CATEGORICAL, CONTINUOUS
 from quality.agreement import DIGITS, FieldResult, Unit, UnitTable, as_table, field_plans, rnd
 
@@ -116,22 +116,9 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.intp)
 
 
-def _matrix(a: list, b: list, cats: list) -> dict:
-    """A confusion matrix of two sequences of values over ``cats`` (values outside them count
-    in n and kappa, not in the grid), and their Cohen's kappa."""
-    grid = [[0] * len(cats) for _ in cats]
-    if a:
-        cm, seen = confusion_matrix(a, b)
-        pos = {c: i for i, c in enumerate(cats)}
-        for i, ci_ in enumerate(seen):
-            for j, cj in enumerate(seen):
-                if ci_ in pos and cj in pos:
-                    grid[pos[ci_]][pos[cj]] += int(cm[i, j])
-    return {"n": len(a), "counts": grid, "kappa": rnd(cohen_kappa(a, b)) if a else None}
-
-
 def _matrix_codes(a: np.ndarray, b: np.ndarray, values: list, cats: list) -> dict:
-    """:func:`_matrix` of ``[values[c] for c in a]`` and ``b``, from the codes: the categories
+    """The confusion matrix over ``cats`` (values outside them count in n and kappa, not in
+    the grid) and Cohen's kappa of ``[values[c] for c in a]`` and ``b``, from the codes: the categories
     renumbered in first-seen order over ``a`` then ``b`` (metrics.agreement's order), so that
     kappa is computed on the same confusion matrix, cell for cell."""
     if not a.size:

@@ -14,6 +14,7 @@ from exports.build.ticker import READ_CHUNK, _Ticker
 from exports.selectors import (
     SplitPlan,
     coco_fields,
+    released_file_name,
     released_gold_queryset,
 )
 from exports.splitting import SPLITS
@@ -240,9 +241,9 @@ def _write_records(
             if split is None:
                 continue  # an exact duplicate removed by the plan, or gold that appeared meanwhile
             included = bool(redistributable)
-            ext = image_rel.rsplit(".", 1)[-1]
+            ext = image_rel.rsplit(".", 1)[-1]  # COCO's file_name is relative to images/
             image = {
-                "file": f"images/{image_sha256}.{ext}" if included else None,
+                "file": released_file_name(image_sha256, image_rel) if included else None,
                 "format": image_format,
                 "height": height,
                 "phash": phash,
@@ -259,7 +260,7 @@ def _write_records(
                 )
                 counts["images_included"] += 1
                 for kind, source, rel, sha, v_width, v_height in variants.get(item_id, ()):
-                    name = f"images/{sha}.{rel.rsplit('.', 1)[-1]}"
+                    name = released_file_name(sha, rel)
                     link_or_copy(image_path(rel), dest / name)
                     variants_index.write(
                         {"item_id": item_id, "kind": kind, "source": source, "file": name, "sha256": sha}

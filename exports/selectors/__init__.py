@@ -39,6 +39,7 @@ from exports.selectors.releases import (  # noqa: F401
     release_latest_at,
     release_records,
     release_settings_get,
+    released_file_name,
     releases_for_project,
     releases_root,
 )

@@ -45,6 +45,11 @@ def release_dir(release: Release) -> Path:
     return releases_root() / release.directory
 
 
+def released_file_name(sha256: str, stored: str) -> str:
+    """A stored image's name inside a release folder: by content, with its file's extension."""
+    return f"images/{sha256}.{stored.rsplit('.', 1)[-1]}"
+
+
 _IMAGE_NAME = re.compile(r"^images/([0-9a-f]{64})\.(jpg|png|gif|webp)$")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrics.agreement import cohen_kappa, krippendorff_alpha, macro_pairwise_kappa
+from metrics.agreement import cohen_kappa, confusion_matrix, krippendorff_alpha, macro_pairwise_kappa
 from metrics.bootstrap import percentile_interval, resample_indices
 from metrics.boxes import enclosing_iou
 from metrics.entity import f1_rel
@@ -378,12 +378,25 @@ def test_scope_mask_equals_the_per_unit_rule():
             assert fast.tolist() == slow, (plan.name, scope)
 
 
+def _matrix(a: list, b: list, cats: list) -> dict:
+    """A confusion matrix of two sequences of values over ``cats`` (values outside them count
+    in n and kappa, not in the grid), and their Cohen's kappa: the reference of quality.analytics'
+    _matrix_codes, which the dashboard uses."""
+    grid = [[0] * len(cats) for _ in cats]
+    if a:
+        cm, seen = confusion_matrix(a, b)
+        pos = {c: i for i, c in enumerate(cats)}
+        for i, ci_ in enumerate(seen):
+            for j, cj in enumerate(seen):
+                if ci_ in pos and cj in pos:
+                    grid[pos[ci_]][pos[cj]] += int(cm[i, j])
+    return {"n": len(a), "counts": grid, "kappa": agreement.rnd(cohen_kappa(a, b)) if a else None}
+
+
 def _confusions_straightforward(schema, units, max_pairs=4):
     """The per-unit loop the vectorized quality.analytics.confusions replaced (reference)."""
     from collections import defaultdict
     from itertools import combinations
-
-    from quality.analytics import _matrix
 
     out = []
     for plan in agreement.field_plans(schema):

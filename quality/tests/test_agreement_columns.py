@@ -34,7 +34,7 @@ from projects.schema import Schema
 from quality import agreement
 from quality.agreement import Unit, UnitTable, as_table
 from quality.analytics import agreement_over_time, confusions
-from quality.tests.test_agreement import _confusions_straightforward
+from quality.tests.test_agreement import _confusions_straightforward, _matrix
 
 SCHEMAS = {
     "meme3w": Schema(MEME3W_SCHEMA),
@@ -271,7 +271,7 @@ def test_confusions_on_hostile_units_equal_the_per_unit_loop(schema_name):
 
 
 def test_matrix_from_codes_equals_the_matrix_of_values():
-    from quality.analytics import _matrix, _matrix_codes
+    from quality.analytics import _matrix_codes
 
     rng = np.random.default_rng(12)
     values = [None, "a", "b", "zz", 3, "c"]  # distinct; "zz" and 3 are not categories
