@@ -40,6 +40,9 @@ from projects.fieldtypes import SchemaError
 from projects.schema import Schema
 
 GOLD_MODES = ("adjudicate", "references", "value")
+#: How a stage's form starts: empty, or (``agreement``) with every field on whose value more
+#: than half of the candidates the annotator sees agree (annotation.services.claims).
+PREFILL_MODES = ("none", "agreement")
 IMAGES = ("original", "textfree")
 #: Reasons an annotator may give for sending an item out of the dataset (MemeCap section 3.2:
 #: "memes that workers in each of the rounds marked as offensive, sexual, hateful, or
@@ -88,6 +91,7 @@ class StageSpec:
     gold: str = "adjudicate"
     flags: tuple[str, ...] = ()
     candidates: bool = True
+    prefill: str = "none"
     instructions: str = ""
     #: A model stage: {"provider", "source" (stage index), "prompt", "checks"}; None for people.
     model: dict | None = None
@@ -117,6 +121,11 @@ class Workflow:
     split_ratios: tuple[float, float, float] = (0.85, 0.05, 0.10)
     split_seed: int = 0
     _schemas: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def prefills(self) -> bool:
+        """Some stage's form starts from the candidates' agreement (anchoring reads differently)."""
+        return any(s.prefill != "none" for s in self.stages)
 
     # ------------------------------------------------------------ construction
 
@@ -254,6 +263,7 @@ def _stage(index: int, raw: Any, *, schema: Schema, names: dict[str, int], seen_
         "gold",
         "flags",
         "candidates",
+        "prefill",
         "instructions",
         "model",
         "review",
@@ -323,6 +333,12 @@ def _stage(index: int, raw: Any, *, schema: Schema, names: dict[str, int], seen_
     for key in ("show_text", "show_title", "candidates"):
         if not isinstance(raw.get(key, True), bool):
             raise SchemaError(f"{where}: {key} must be true or false")
+    candidates = bool(raw.get("candidates", index == 0)) and "model" not in raw and review is None
+    prefill = raw.get("prefill", "none")
+    if prefill not in PREFILL_MODES:
+        raise SchemaError(f"{where}: prefill must be one of {', '.join(PREFILL_MODES)}")
+    if prefill != "none" and not candidates:
+        raise SchemaError(f"{where}: prefill '{prefill}' starts from the candidates: the stage must show candidates")
     label = raw.get("label", name.replace("_", " ").capitalize())
     instructions = raw.get("instructions", "")
     if not isinstance(label, str) or len(label) > 120 or not isinstance(instructions, str) or len(instructions) > 4000:
@@ -350,7 +366,8 @@ def _stage(index: int, raw: Any, *, schema: Schema, names: dict[str, int], seen_
         show_stages=refs["show_stages"],
         gold=gold,
         flags=tuple(flags),
-        candidates=raw.get("candidates", index == 0) and model is None and review is None,
+        candidates=candidates,
+        prefill=prefill,
         instructions=instructions,
         model=model,
         review=review,

@@ -394,7 +394,9 @@ SETTINGS_HELP = {
     "workflow": "The rounds of the study as JSON (README “Workflows of several rounds”): each stage's fields, "
     'annotators (a number or {"by": "split", "values": {...}, "default": n}), workers (usernames; empty: '
     "every annotator), exclude_workers_of, image (original or textfree), show_text, show_title, show_stages, "
-    "gold (adjudicate or references), flags, instructions. Empty: one stage with every field, adjudicated.",
+    "gold (adjudicate, references or value), flags, candidates (true/false), prefill (none, or agreement: the form "
+    "starts with every value most of the shown candidates agree on), instructions. Empty: one stage with every "
+    "field, adjudicated.",
     "ocr_on_import": "Read every imported image with OCR: text and boxes stored, a text-free variant painted, "
     "a row without text takes the OCR text.",
 }

@@ -27,6 +27,7 @@ from annotation.models import (
 )
 from annotation.selectors import session_count
 from candidates.models import Conversion
+from candidates.selectors import candidate_ids_for_annotator
 from core.models import JobStatus
 from projects.models import Item, Project, Stage
 
@@ -106,13 +107,15 @@ def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:
         Item.objects.filter(pk=item.pk, split="").update(split=item.split)
     if _held_by_others(rows, annotator_id=annotator.pk, now=now) >= workflow.annotators_for(item, stage.index):
         return None
+    values, provenance = _start(item, stage, annotator=annotator, schema=workflow.stage_schema(stage.index))
     annotation = Annotation.objects.create(
         item=item,
         annotator=annotator,
         kind=Kind.ANNOTATION,
         stage=stage.index,
         status=Status.DRAFT,
-        values=_review_start(item, stage),
+        values=values,
+        provenance=provenance,
         schema_version=project.schema_version,
         guideline_version=project.guideline_version,
     )
@@ -130,17 +133,72 @@ def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:
     return annotation
 
 
-def _review_start(item: Item, stage) -> dict:
-    """A review stage starts from the model's conversion (projects.workflow "review"): the
-    reviewer accepts, edits or removes what the model wrote. Other stages start empty."""
-    if stage.review is None:
-        return {}
-    values = (
-        Conversion.objects.filter(item=item, stage=stage.review, status=JobStatus.DONE)
-        .values_list("values", flat=True)
-        .first()
-    )
-    return dict(values or {})
+def _start(item: Item, stage, *, annotator, schema) -> tuple[dict, dict]:
+    """(values, provenance) a new annotation starts from.
+
+    A review stage starts from the model's conversion (projects.workflow "review"): the reviewer
+    accepts, edits or removes what the model wrote. A stage with ``prefill: agreement`` starts
+    from what most of the candidates this annotator sees agree on. Other stages start empty.
+    """
+    if stage.review is not None:
+        values = (
+            Conversion.objects.filter(item=item, stage=stage.review, status=JobStatus.DONE)
+            .values_list("values", flat=True)
+            .first()
+        )
+        return dict(values or {}), {}
+    if stage.prefill == "agreement":
+        return candidates_agreement(schema=schema, shown=candidate_ids_for_annotator(item=item, user=annotator))
+    return {}, {}
+
+
+ABSENT = object()  # every absent value alike (None, [], "")
+
+
+def _letter_order(letter: str) -> tuple[int, str]:
+    return len(letter), letter  # A..Z, then AA, AB, ...
+
+
+def candidates_agreement(*, schema, shown: dict) -> tuple[dict, dict]:
+    """The values on which more than half of the shown candidates agree, field by field, and
+    their provenance (taken, unedited, from the first agreeing letter).
+
+    ``shown`` is ``candidate_ids_for_annotator``'s letter -> (candidate id, candidate). Values
+    are compared as the field type compares them (``canonical``; every absent value alike), the
+    way a save decides whether a taken value was edited. A candidate without the field (removed
+    as malformed) counts against every value, so a field is filled only on a real majority of
+    all the candidates. Fields a filled value hides (a non-harmful label hides the target) stay
+    empty; fields without a majority stay empty for the annotator to decide.
+    """
+    if len(shown) < 2:
+        return {}, {}
+    letters = sorted(shown, key=_letter_order)
+    values: dict = {}
+    provenance: dict = {}
+    for spec in schema.fields:
+        name, ftype = spec["name"], schema.type_of(spec["name"])
+        groups: list[tuple[object, list[str]]] = []  # (canonical value, letters); == as a save compares
+        for letter in letters:
+            fields = shown[letter][1].fields
+            if name not in fields:
+                continue
+            try:
+                key = ABSENT if ftype.is_absent(spec, fields[name]) else ftype.canonical(spec, fields[name])
+            except (TypeError, ValueError):
+                continue
+            same = next((group for value, group in groups if value == key), None)
+            if same is None:
+                groups.append((key, [letter]))
+            else:
+                same.append(letter)
+        agreeing = max((group for _, group in groups), key=len, default=[])
+        if 2 * len(agreeing) > len(letters):
+            letter = agreeing[0]
+            values[name] = shown[letter][1].fields[name]
+            provenance[name] = {"letter": letter, "candidate_id": shown[letter][0], "edited": False}
+    full = schema.clear_hidden({**schema.absent_values(), **values})
+    kept = [name for name in values if schema.is_visible(schema.by_name[name], full)]
+    return {name: values[name] for name in kept}, {name: provenance[name] for name in kept}
 
 
 def _reclaim_locked(*, annotation: Annotation, rows: list[tuple], now) -> bool:

@@ -535,3 +535,57 @@ def test_alt_keeps_a_mention_inside_a_word(
     expect(field).to_have_value("people from Plane")
     saved(page)
     assert Annotation.objects.get(pk=mine.pk).values["text_mention"] == "people from Plane"
+
+
+def test_a_prefilled_form_shows_the_candidates_agreement_and_ctrl_enter_submits_it(
+    page, browser_login, live_server, project, tmp_path, annotator_a
+):
+    """``prefill: agreement``: the page opens with what most candidates agree on, each field
+    marked with the letter it came from; one key submits it; a field changed before submitting
+    is stored as edited."""
+    from projects.factories import items_create
+
+    project.workflow = [
+        {"name": "annotate", "fields": project.get_schema().names, "annotators": 2, "prefill": "agreement"}
+    ]
+    project.save(update_fields=["workflow"])
+    full = dict(CANDIDATE_REPLIES[0])
+    replies = [full, {**full, "target_entity": "Zorgians"}, {**full, "visual_region": []}]
+    items = items_create(project, tmp_path / "prefill", 2, texts=[TEXT, TEXT + " again"])
+    items_open(items)
+    for it in items:
+        candidates_create(it, replies)
+    ready(annotator_a, project)
+    mine = claim(annotator_a, project)
+    browser_login(annotator_a)
+    open_workspace(page, live_server, project, mine.item_id)
+    expect(page.locator("#prefill-note")).to_be_visible()
+    assert page.is_checked("input[name=label][value=harmful]")
+    assert page.is_checked("input[name=target_category][value='group background']")
+    expect(page.locator("input[name=target_entity]")).to_have_value("people from Planet Zorg")
+    expect(page.locator("input[name=text_mention]")).to_have_value("people from Planet Zorg")
+    other = letter_of(page, "target_entity", "Zorgians")
+    first = min(set("ABC") - {other})  # the first of the two agreeing letters carries the value
+    assert page.inner_text("[data-prov-for=target_entity]") == f"from candidate {first}"
+    assert "candidate_id" not in page.content()
+    page.keyboard.press("Control+Enter")
+    page.wait_for_url(re.compile(rf"/p/{project.slug}/annotate/(?!{mine.item_id}/)\d+/$"))
+    page.wait_for_selector("#workspace.ready")
+    a = Annotation.objects.get(pk=mine.pk)
+    assert a.status == "submitted"
+    assert a.values == {**full, "visual_region": [[10, 20, 300, 400]]}
+    assert a.provenance["target_entity"]["letter"] == first
+    assert not any(p["edited"] for p in a.provenance.values())
+    # The second item: the annotator changes a pre-filled entity before submitting.
+    second = Annotation.objects.get(annotator=annotator_a, status="draft")
+    assert second.values["target_entity"] == "people from Planet Zorg"
+    entity = page.locator("input[name=target_entity]")
+    entity.fill("Zorg settlers")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#workspace")).to_have_count(0, timeout=10000)
+    second.refresh_from_db()
+    assert second.status == "submitted" and second.values["target_entity"] == "Zorg settlers"
+    assert second.provenance["target_entity"]["edited"] is True
+    assert second.provenance["label"]["edited"] is False
+    assert page.console_errors == []
