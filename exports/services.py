@@ -34,6 +34,7 @@ from exports.build import release_build
 from exports.hub import HubConfigError, check_repo_id, hub_push_folder, hub_token
 from exports.models import DedupScan, ExportJob, HubPush, NearDuplicatePair, PairStatus, Release, ReleaseSettings
 from exports.selectors import release_dir, release_settings_get, released_gold_queryset, releases_root, split_plan
+from lib.gcpause import gc_paused
 from lib.hamming import near_duplicate_pairs
 from lib.phash import phash_int
 from projects.models import Item, Project
@@ -66,6 +67,7 @@ def near_duplicates_scan_run(*, scan_id: int, chunk_size: int = 10_000) -> Dedup
     return job_run(DedupScan, scan_id, lambda scan, progress: _scan(scan, progress, chunk_size=chunk_size))
 
 
+@gc_paused()
 def _scan(scan: DedupScan, progress: Progress, *, chunk_size: int) -> None:
     """Store every pair of the project's items within ``project.phash_threshold`` (exact search,
     lib.hamming.near_duplicate_pairs) as an unreviewed NearDuplicatePair.

@@ -21,6 +21,7 @@ from django.utils import timezone
 from adjudication.models import LexiconVersion
 from adjudication.services import lexicon_current
 from annotation.models import Annotation, Kind
+from lib.gcpause import gc_paused
 from projects.models import Item, Project, Stage
 from quality import agreement, analytics
 from quality.agreement import Column, Unit, UnitTable
@@ -335,6 +336,7 @@ def report_table_all_fields(*, project: Project) -> UnitTable:
     return report_table(project=project, fields=_field_names(project.get_schema()))
 
 
+@gc_paused()
 def agreement_report_build(*, project: Project, filters: dict | None = None, progress=None) -> dict:
     """Compute the agreement report and the dashboard analytics from the database (no caching).
 

@@ -37,6 +37,7 @@ from exports.writers import (
     write_json,
     write_text,
 )
+from lib.gcpause import gc_paused
 from metrics import evaluation as offline_evaluation
 from projects.evaluation import evaluation_plan
 from projects.models import Project
@@ -70,6 +71,7 @@ def _features(results: dict) -> dict[str, list[dict]]:
     return out
 
 
+@gc_paused()
 def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Progress) -> BuildResult:
     """Write every file of a release into ``dest`` (which must not exist yet). The files never
     name the release's number: the same data gives the same bytes (and manifest sha256)."""

@@ -24,6 +24,7 @@ from exports.splitting import (
     split_shortfalls,
     stratified_group_split,
 )
+from lib.gcpause import gc_paused
 from projects.fieldtypes import REGISTRY
 from projects.models import Item, Project, Stage
 
@@ -194,6 +195,7 @@ def _pixel_key(pixel_hash: str) -> int:
     return int(pixel_hash[:16], 16)
 
 
+@gc_paused()
 def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     """Compute the split assignment of the project's current gold (SPEC section 1 step 5).
 
