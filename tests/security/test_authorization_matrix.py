@@ -392,12 +392,25 @@ def test_authorization_matrix(world: World, foreign: World):
     errors: list[str] = []
     requests = 0
 
+    clients: dict[str, Client] = {}
+
+    def client_of(persona: Persona) -> Client:
+        """One logged-in client per persona (a login per request was most of this test's time),
+        logged in again whenever a request ended its session (logout)."""
+        c = clients.get(persona.name)
+        if c is None or (persona.user is not None and "_auth_user_id" not in c.session):
+            c = Client(raise_request_exception=False)
+            if persona.user is not None:
+                c.force_login(persona.user)
+            clients[persona.name] = c
+        return c
+
     def check(route: Route, method: str, persona: Persona, target: str, url: str, expected: str | set[int]):
         nonlocal requests
         route_policy = policy_of(route)
-        c = Client(raise_request_exception=False)
-        if persona.user is not None:
-            c.force_login(persona.user)
+        c = client_of(persona)
+        if persona.user is None:
+            c.cookies.clear()  # anonymous stays anonymous (a login route may have set a session)
         send = c.get if method == "GET" else c.post
         r = send(url, content_type="application/json") if method == "POST" and route.api else send(url)
         requests += 1
