@@ -79,6 +79,21 @@ contributions 0.15 / 0.29; the bootstrap 0.70 / 1.09 (of which the resample draw
 200,000 items (fresh set-up, same load): 23.4 / 7.8 s (meme3w) and 38.4 / 11.6 s (aha) wall /
 CPU, PostgreSQL 1.9 / 2.3 s: linear to 1M ~39 s / ~58 s CPU (+~10 / ~12 s PostgreSQL).
 
+A REAL 1,000,000-item run (not extrapolated), same machine, quiet (load average ~1),
+2026-12-02: set-up 320 s (148 s per preset), then stages on one core, before and after pausing
+the cyclic garbage collector around the bulk reads (lib.gcpause; the columns' millions of row
+tuples made its oldest-generation passes superlinear: 9.4 of the aha column read's 16.7 CPU s):
+
+    stage                          before wall / CPU / PG s    after wall / CPU / PG s   RSS+ MB (after)
+    agreement report (meme3w)          45.8 / 36.7 /  8.8          35.6 / 27.4 / 7.9          1095  (goal 60 s: yes)
+    agreement report (aha, 3 ann.)     67.2 / 57.5 / 10.4          53.9 / 45.6 / 8.7          2072  (goal 60 s: yes)
+    split plan                         13.4 /  9.7 /  4.2          10.9 /  7.7 / 3.5            81
+    near-duplicate scan               (first scan, 51,466 pairs)   10.8 /  9.5 / 1.5            73  (0 new pairs)
+    release build, end to end          -                          266.1 / 232.5 / 36.6         866  (goal 120 s, 300 MB: NO)
+
+The release: 995,000 records, 1,990,000 annotations, 995,000 candidates, 48 files, 4.5 GB,
+3,739 records/s. The extrapolation from 50,000 items had said ~335 s.
+
 Where the report's CPU goes at 200k (meme3w / aha, s): reading the annotations into units
 (quality.reports.report_units: JSON and timestamps decoded per row by Django, grouping)
 17 / 30; the per-item contributions of every field (quality.agreement._field: in_scope,
