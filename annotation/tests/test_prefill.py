@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.factories import claim
+from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, claim
 from annotation.selectors import annotation_state
 from annotation.services.claims import candidates_agreement
 from candidates.factories import candidates_create
@@ -16,14 +16,9 @@ from workflow.services import annotation_submit
 
 pytestmark = pytest.mark.django_db
 
-HARMFUL = {
-    "label": "harmful",
-    "target_category": "group background",
-    "target_entity": "people from Planet Zorg",
-    "text_mention": "people from Planet Zorg",
-    "visual_region": [[10, 20, 300, 400]],
-}
-NOT_HARMFUL = {"label": "non-harmful", "target_category": None, "target_entity": None, "text_mention": None}
+HARMFUL = MEME3W_HARMFUL
+NOT_HARMFUL = {k: v for k, v in MEME3W_NOT_HARMFUL.items() if k != "visual_region"}
+BOX = MEME3W_HARMFUL["visual_region"]
 
 
 def shown(*fields: dict) -> dict:
@@ -53,7 +48,7 @@ def test_a_field_is_filled_only_on_a_majority_of_all_candidates(project):
         "target_category": "group background",
         "target_entity": "people from Planet Zorg",
         "text_mention": "people from Planet Zorg",
-        "visual_region": [[10, 20, 300, 400]],
+        "visual_region": BOX,
     }
     assert prov["label"] == {"letter": "A", "candidate_id": 100, "edited": False}
     assert {name: p["letter"] for name, p in prov.items()} == {
@@ -88,7 +83,7 @@ def test_disagreement_a_missing_field_and_too_few_candidates_leave_fields_empty(
 
 def test_boxes_compare_as_sets_and_an_absent_value_can_be_the_agreement(project):
     schema = project.get_schema()
-    two = [[10, 20, 300, 400], [500, 500, 600, 600]]
+    two = [*BOX, [500, 500, 600, 600]]
     values, _ = candidates_agreement(
         schema=schema,
         shown=shown({**HARMFUL, "visual_region": two}, {**HARMFUL, "visual_region": two[::-1]}, HARMFUL),
