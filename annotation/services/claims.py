@@ -152,7 +152,7 @@ def _start(item: Item, stage, *, annotator, schema) -> tuple[dict, dict]:
     return {}, {}
 
 
-ABSENT = object()  # every absent value alike (None, [], "")
+ABSENT = object()  # stands for every value the field type calls absent (None, no boxes, ...)
 
 
 def _letter_order(letter: str) -> tuple[int, str]:

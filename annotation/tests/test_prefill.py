@@ -155,3 +155,14 @@ def test_without_prefill_and_without_candidates_the_form_starts_empty(project, o
     # An item without candidates starts empty even on a pre-filling stage.
     third = claim(ann_c, project)  # the first item's two slots are held
     assert third.item != open_items[0] and third.values == {} and third.provenance == {}
+
+
+def test_the_lead_s_anchoring_page_says_when_the_form_is_prefilled(project, lead, client_for):
+    from django.urls import reverse
+
+    url = reverse("quality_anchoring", args=[project.slug])
+    page = client_for(lead).get(url)
+    assert page.status_code == 200 and b'id="prefill-warning"' not in page.content
+    prefilled(project)
+    page = client_for(lead).get(url)
+    assert page.status_code == 200 and b'id="prefill-warning"' in page.content
