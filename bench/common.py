@@ -6,6 +6,7 @@ would shadow the ``quality`` app with bench/quality.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -41,15 +42,25 @@ CATEGORIES = ("group background", "religion and caste", "gender", "health condit
 
 
 class RssSampler:
-    """Peak resident set size of this process while the block runs, sampled every 10 ms, with
-    the block's wall and process CPU time."""
+    """Peak resident set size of this process and its child processes (a release build forks
+    one part: core.forked) while the block runs, sampled every 10 ms, with the block's wall and
+    CPU time (this process, plus the children it waited for). A child's pages shared with this
+    process are counted twice: an upper bound."""
 
     def __init__(self) -> None:
         self.proc = psutil.Process()
 
+    def _rss(self) -> int:
+        total = self.proc.memory_info().rss
+        for child in self.proc.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                total += child.memory_info().rss
+        return total
+
     def __enter__(self):
-        self.base = self.proc.memory_info().rss
+        self.base = self._rss()
         self.peak = self.base
+        self._children0 = os.times()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -58,25 +69,55 @@ class RssSampler:
 
     def _run(self) -> None:
         while not self._stop.wait(0.01):
-            self.peak = max(self.peak, self.proc.memory_info().rss)
+            self.peak = max(self.peak, self._rss())
 
     def __exit__(self, *exc) -> None:
         self.wall = time.perf_counter() - self.t0
-        self.cpu = time.process_time() - self.c0
+        t1 = os.times()
+        children = (t1.children_user - self._children0.children_user) + (
+            t1.children_system - self._children0.children_system
+        )
+        self.cpu = time.process_time() - self.c0 + children
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, self.proc.memory_info().rss)
+        self.peak = max(self.peak, self._rss())
 
     @property
     def growth_mb(self) -> float:
         return (self.peak - self.base) / MB
 
 
-def postgres_cpu_seconds(db: str) -> float:
-    """CPU (user + system) of the PostgreSQL backends serving ``db``, found by their process
-    title; only backends alive now count, so measure with one long-lived connection."""
+class PostgresCpu:
+    """CPU of the PostgreSQL backends serving ``db`` while the block runs, backends that start
+    and end inside it included (a forked part opens and closes its own connection): every
+    backend's CPU is sampled every 100 ms, and the last sample of each counts, minus what a
+    backend alive at the start had already used."""
+
+    def __init__(self, db: str):
+        self.db = db
+
+    def __enter__(self):
+        self.start = _postgres_backend_cpu(self.db)
+        self.last = dict(self.start)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self.last.update(_postgres_backend_cpu(self.db))
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.last.update(_postgres_backend_cpu(self.db))
+        self.seconds = sum(cpu - self.start.get(pid, 0.0) for pid, cpu in self.last.items())
+
+
+def _postgres_backend_cpu(db: str) -> dict[int, float]:
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    out = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -87,7 +128,14 @@ def postgres_cpu_seconds(db: str) -> float:
                 continue
             with open(f"/proc/{pid}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
+            out[int(pid)] = (int(fields[11]) + int(fields[12])) / tick
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    return out
+
+
+def postgres_cpu_seconds(db: str) -> float:
+    """CPU (user + system) of the PostgreSQL backends serving ``db``, found by their process
+    title; only backends alive now count, so measure with one long-lived connection (or
+    :class:`PostgresCpu`, which follows backends that come and go)."""
+    return sum(_postgres_backend_cpu(db).values())

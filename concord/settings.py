@@ -218,6 +218,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # worker and is taken over. Jobs renew it at every progress report (at least every few seconds).
 CONCORD_JOB_LEASE_SECONDS = env_int("CONCORD_JOB_LEASE_SECONDS", 120, minimum=1)
 CONCORD_JOB_SWEEP_SECONDS = env_int("CONCORD_JOB_SWEEP_SECONDS", 30, minimum=1)
+# A release build writes its second half in a forked child on another core (core.forked;
+# PostgreSQL, outside a transaction). False: one process.
+JOB_PARTS_IN_PARALLEL = env_bool("CONCORD_JOB_PARTS_IN_PARALLEL", True)
 CELERY_BEAT_SCHEDULE = {
     "sweep-jobs": {"task": "core.sweep_jobs", "schedule": float(CONCORD_JOB_SWEEP_SECONDS)},
 }

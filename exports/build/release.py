@@ -15,6 +15,7 @@ from pathlib import Path
 
 from adjudication.services import lexicon_current
 from candidates.prompts import prompt_for_project
+from core.forked import Forked, fork_possible
 from exports.build.agreement import release_agreement
 from exports.build.annotations import _write_annotations, _write_candidates
 from exports.build.croissant import croissant
@@ -71,6 +72,18 @@ def _features(results: dict) -> dict[str, list[dict]]:
     return out
 
 
+def _tables(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, tick: _Ticker | None = None):
+    """annotations.*, candidates.* (files in ``dest``) and the agreement figures of the
+    released items: (annotations result, candidates result, agreement dict)."""
+    n = int(plan.released.sum())
+    tick = tick or _Ticker(lambda *_: None, total=3 * n + 1)  # a forked part: the parent reports
+    tick("annotations", n, force=True)
+    annotations = _write_annotations(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, offset=n)
+    tick("candidates", 2 * n, force=True)
+    candidates = _write_candidates(project=project, plan=plan, dest=dest, tick=tick, offset=2 * n)
+    return annotations, candidates, release_agreement(project=project, plan=plan)
+
+
 @gc_paused()
 def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Progress) -> BuildResult:
     """Write every file of a release into ``dest`` (which must not exist yet). The files never
@@ -84,25 +97,28 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     guideline_version = hashlib.sha256(guideline.encode()).hexdigest()[:12]
     prompt = prompt_for_project(project)
     pseudonyms = annotator_pseudonyms(project=project)
-    rec = _write_records(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, card=card)
+    # The records and the rest (annotations, candidates, agreement figures) read and write
+    # disjoint things: on PostgreSQL, outside a transaction, the rest runs in a forked process
+    # on the other core (core.forked; bench/scale.py), else after the records, in this one.
+    part = Forked(_tables, project=project, plan=plan, dest=dest, pseudonyms=pseudonyms) if fork_possible() else None
+    try:
+        rec = _write_records(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, card=card)
+        if part is not None:
+            phase = "annotations, candidates and agreement"
+            tick(phase, n, force=True)
+            annotations, candidates, agreement = part.result(waiting=lambda: tick(phase, n))
+        else:
+            annotations, candidates, agreement = _tables(
+                project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick
+            )
+    finally:
+        if part is not None:
+            part.stop()
     digests: dict[str, FileDigest] = dict(rec.pop("digests"))
-    tick("annotations", n, force=True)
-    annotations = _write_annotations(
-        project=project,
-        plan=plan,
-        dest=dest,
-        pseudonyms=pseudonyms,
-        tick=tick,
-        offset=n,
-    )
     digests.update(annotations.digests)
-    tick("candidates", 2 * n, force=True)
-    candidates = _write_candidates(project=project, plan=plan, dest=dest, tick=tick, offset=2 * n)
     digests.update(candidates.digests)
     tick("reports", 3 * n, force=True)
     parquet = {**rec.pop("parquet"), **annotations.parquet, **candidates.parquet}
-
-    agreement = release_agreement(project=project, plan=plan)
     audit = audit_for_export(project=project)
     digests["agreement.json"] = write_json(dest / "agreement.json", finite(agreement))
     digests["audit.json"] = write_json(dest / "audit.json", finite(audit))

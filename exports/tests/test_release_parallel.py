@@ -1,0 +1,95 @@
+"""The release's second half in a forked process (core.forked): the same bytes as one process,
+and a failing or dying part fails the build cleanly. Transactional: a forked child reads
+committed rows only, and the fork is used only outside a transaction, on PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.db import connection
+
+import core.forked
+import exports.build.release as release_module
+from annotation.factories import MEME3W_HARMFUL, MEME3W_NOT_HARMFUL
+from candidates.factories import candidates_create
+from exports.archive import ARCHIVE_INDEX
+from exports.models import ExportJob, Release
+from exports.selectors import release_dir
+from exports.services import export_job_run, export_job_start
+from exports.tests.test_release import build
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="the forked part runs on PostgreSQL only"),
+]
+
+
+@pytest.fixture
+def forks(monkeypatch):
+    """Counts the forked parts started by a build (the class is looked up at call time)."""
+    started = []
+
+    class Counting(core.forked.Forked):
+        def __init__(self, *args, **kwargs):
+            started.append(args[0].__name__)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(release_module, "Forked", Counting)
+    return started
+
+
+def files_of(release: Release) -> dict[str, bytes]:
+    root = release_dir(release)
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ARCHIVE_INDEX  # the archive index names the release number
+    }
+
+
+def test_the_forked_build_writes_the_same_bytes_as_one_process(project, dup_gold, lead, settings, forks):
+    candidates_create(dup_gold[0], [MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, MEME3W_HARMFUL])
+    settings.JOB_PARTS_IN_PARALLEL = True
+    forked = build(project, lead)
+    assert forks == ["_tables"]
+    settings.JOB_PARTS_IN_PARALLEL = False
+    single = build(project, lead)
+    assert forks == ["_tables"]  # the second build did not fork
+    a, b = files_of(forked), files_of(single)
+    assert sorted(a) == sorted(b) and "annotations.parquet" in a and "agreement.json" in a
+    assert [name for name in a if a[name] != b[name]] == []
+    assert forked.manifest_sha256 == single.manifest_sha256
+    # The parent's own connection works after the fork (it was closed before it, then reopened).
+    assert Release.objects.filter(project=project).count() == 2
+
+
+def test_a_part_that_fails_or_dies_fails_the_build_and_publishes_nothing(
+    project, dup_gold, lead, settings, forks, monkeypatch
+):
+    settings.JOB_PARTS_IN_PARALLEL = True
+
+    def broken(**kwargs):
+        raise ValueError("agreement figures exploded")
+
+    monkeypatch.setattr(release_module, "release_agreement", broken)
+    job = export_job_start(project=project, user=lead, enqueue=False)
+    assert export_job_run(job=job) is None
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.FAILED
+    assert "agreement figures exploded" in job.error and "ValueError" in job.error
+    assert forks == ["_tables"] and not Release.objects.filter(project=project).exists()
+
+    def dies(**kwargs):
+        os._exit(3)  # a killed or crashed child: no result at all
+
+    monkeypatch.setattr(release_module, "release_agreement", dies)
+    job = export_job_start(project=project, user=lead, enqueue=False)
+    assert export_job_run(job=job) is None
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.FAILED and "without a result" in job.error
+    assert not Release.objects.filter(project=project).exists()
+    # With the part mended, the next build succeeds.
+    monkeypatch.undo()
+    settings.JOB_PARTS_IN_PARALLEL = True
+    assert build(project, lead).number == 1
