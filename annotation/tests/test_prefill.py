@@ -166,3 +166,23 @@ def test_the_lead_s_anchoring_page_says_when_the_form_is_prefilled(project, lead
     prefilled(project)
     page = client_for(lead).get(url)
     assert page.status_code == 200 and b'id="prefill-warning"' in page.content
+
+
+def test_a_lead_turns_it_on_in_study_settings_and_a_bad_mode_is_named(project, lead, client_for):
+    import json
+
+    from django.urls import reverse
+
+    url = reverse("settings_page", args=[project.slug])
+    names = project.get_schema().names
+    client = client_for(lead)
+    bad = [{"name": "annotate", "fields": names, "annotators": 2, "prefill": "majority"}]
+    page = client.post(url, {"workflow": json.dumps(bad)})
+    assert page.status_code == 400 and b"prefill must be one of none, agreement" in page.content
+    project.refresh_from_db()
+    assert not project.workflow  # nothing saved
+    good = [{**bad[0], "prefill": "agreement"}]
+    page = client.post(url, {"workflow": json.dumps(good)})
+    assert page.status_code == 302
+    project.refresh_from_db()
+    assert project.get_workflow().stages[0].prefill == "agreement"
