@@ -155,10 +155,6 @@ def _start(item: Item, stage, *, annotator, schema) -> tuple[dict, dict]:
 ABSENT = object()  # stands for every value the field type calls absent (None, no boxes, ...)
 
 
-def _letter_order(letter: str) -> tuple[int, str]:
-    return len(letter), letter  # A..Z, then AA, AB, ...
-
-
 def candidates_agreement(*, schema, shown: dict) -> tuple[dict, dict]:
     """The values on which more than half of the shown candidates agree, field by field, and
     their provenance (taken, unedited, from the first agreeing letter).
@@ -172,7 +168,7 @@ def candidates_agreement(*, schema, shown: dict) -> tuple[dict, dict]:
     """
     if len(shown) < 2:
         return {}, {}
-    letters = sorted(shown, key=_letter_order)
+    letters = list(shown)  # A, B, C, ...: candidate_ids_for_annotator gives them in letter order
     values: dict = {}
     provenance: dict = {}
     for spec in schema.fields:
