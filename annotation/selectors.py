@@ -25,6 +25,7 @@ from django.utils import timezone
 from annotation.models import Annotation, AnnotatorPreference, Assignment, Kind, assignment_of, slot_held
 from candidates.models import Conversion
 from candidates.selectors import candidates_for_annotator
+from core.rows import columns, instances
 from projects.models import Item, ItemOcr, ItemVariant, Project, Stage
 from projects.workflow import FLAG_REASONS, StageSpec
 
@@ -473,8 +474,17 @@ def audit_next_open(*, user, project: Project) -> Annotation | None:
     )
 
 
+#: One row at most (unique per user and project). Written out (core.rows): the workspace page
+#: and "next" ask on every request, and the ORM spent 0.5 ms of CPU building this query.
+_PREFERENCE = (
+    f'SELECT {columns(AnnotatorPreference, "a")} FROM "{AnnotatorPreference._meta.db_table}" a'
+    ' WHERE a."user_id" = %s AND a."project_id" = %s'
+)
+
+
 def annotator_preference(*, user, project: Project) -> AnnotatorPreference | None:
-    return AnnotatorPreference.objects.filter(user=user, project=project).first()
+    found = instances(AnnotatorPreference, _PREFERENCE, [user.pk, project.pk])
+    return found[0] if found else None
 
 
 def submitted_annotations_for_item(*, item: Item, kind: str = Kind.ANNOTATION) -> list[Annotation]:

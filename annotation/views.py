@@ -11,12 +11,15 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.template.loader import get_template
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.models import Kind
 from annotation.selectors import (
+    FieldView,
     annotation_get_for_annotator,
     annotation_item_check,
     annotator_preference,
@@ -113,6 +116,48 @@ def annotate_progress(request, slug):
     )
 
 
+#: Rendered field widgets (the workspace's ``field`` partial), keyed on everything that partial
+#: reads: the field view's whole content, value included. An edited schema, another value or
+#: another visibility is another key, so a kept widget is never stale, and nothing in it depends
+#: on the user or the request (templates/fields/* read only ``f`` and ``prefix``). Rendering
+#: the widgets was about a third of the page's template time; a fresh item's fields are the
+#: same for everyone. Per process, bounded; a long value (text, boxes) is rendered, not kept.
+_FIELD_HTML: dict[tuple, SafeString] = {}
+_FIELD_HTML_MAX = 4096
+_FIELD_VALUE_MAX = 200
+
+
+def _field_key(f: FieldView) -> tuple | None:
+    value = json.dumps(f.value, ensure_ascii=False)
+    if len(value) > _FIELD_VALUE_MAX:
+        return None
+    return (
+        f.template,
+        f.name,
+        f.label,
+        f.help,
+        f.required,
+        f.config_json,
+        json.dumps(f.visible_if, ensure_ascii=False),
+        f.visible,
+        value,
+        f.roles,
+    )
+
+
+def field_html(f: FieldView) -> SafeString:
+    """One field of the workspace form as the ``field`` partial renders it."""
+    key = _field_key(f)
+    found = _FIELD_HTML.get(key) if key is not None else None
+    if found is None:
+        found = get_template("annotation/workspace.html#field").render({"f": f})
+        if key is not None:
+            if len(_FIELD_HTML) >= _FIELD_HTML_MAX:
+                _FIELD_HTML.clear()
+            _FIELD_HTML[key] = found
+    return found
+
+
 @login_required
 @require_POST
 def annotate_next(request, slug):
@@ -154,6 +199,7 @@ def _workspace_page(request, slug, item_id, kind):
             "ws": ws,
             "item": ws.item,
             "state_json": json.dumps(ws.state),
+            "fields_html": mark_safe("".join(field_html(f) for f in ws.fields)),
             "candidates_json": json.dumps({c.letter: c.values for c in ws.candidates}),
             "has_boxes": ws.has_region,
             "has_mention": ws.has_mention,

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.core.exceptions import PermissionDenied
+from django.db import connections
 from django.http import Http404
 
+from core.rows import alias_for, columns, model_from_row, width
 from projects.models import Item, Membership, Project
 
 
@@ -34,17 +36,28 @@ def roles_of(*, user, project: Project) -> set[str]:
     return cache[project.pk]
 
 
+#: The project with each of the caller's active roles in it (one row per role). Written out: every
+#: request runs it, and through the ORM it cost 0.8 ms of CPU where the row costs 0.15 (core.rows).
+_PROJECT_AND_ROLES = (
+    f'SELECT {columns(Project, "p")}, m."role" FROM "{Project._meta.db_table}" p'
+    f' INNER JOIN "{Membership._meta.db_table}" m ON m."project_id" = p."id"'
+    ' WHERE m."user_id" = %s AND p."slug" = %s AND m."is_active"'
+)
+
+
 def project_get_for_user(*, user, slug: str, roles: Iterable[str] | None = None) -> Project:
     """The project and the caller's active roles in it, in one query (every request asks)."""
     if not user.is_authenticated:
         raise Http404("No such project")
-    memberships = list(
-        Membership.objects.filter(user=user, project__slug=slug, is_active=True).select_related("project")
-    )
-    if not memberships:
+    alias = alias_for(Project)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_PROJECT_AND_ROLES, [user.pk, str(slug)])
+        rows = cursor.fetchall()
+    if not rows:
         raise Http404("No such project")
-    project = memberships[0].project
-    mine = _roles_cache(user)[project.pk] = {m.role for m in memberships}
+    project = model_from_row(Project, rows[0], alias=alias)
+    role_at = width(Project)
+    mine = _roles_cache(user)[project.pk] = {row[role_at] for row in rows}
     if roles is not None and not (mine & set(roles)):
         raise PermissionDenied("Your role in this project does not allow this")
     project.user_roles = mine

@@ -12,7 +12,8 @@ from annotation.factories import MEME3W_HARMFUL, claim, items_open, ready
 from annotation.models import Annotation, AnnotationRevision
 from projects.factories import PASSWORD, items_create, project_with_members
 from projects.guideline import render_markdown
-from projects.services import guideline_save
+from projects.members import member_deactivate, member_roles_set
+from projects.services import guideline_save, project_schema_update
 
 pytestmark = pytest.mark.django_db
 
@@ -92,3 +93,83 @@ def test_a_bad_body_for_an_item_not_held_is_still_404(project, open_items, ann_a
     mine = claim(ann_a, project)
     r = _post(c, reverse("api_annotate_draft", args=[project.slug, mine.item_id]), {"values": {}})
     assert r.status_code == 400 and "version" in r.json()["errors"]
+
+
+def _page(c, project, item_id) -> str:
+    return c.get(reverse("annotate_item", args=[project.slug, item_id])).content.decode()
+
+
+def test_a_schema_edited_in_place_shows_on_the_next_page(project, open_items, ann_a, client_for):
+    """The rendered field widgets are kept per process (annotation.views.field_html): an edit
+    that keeps the schema version (in place, before any annotation counts) is still seen."""
+    mine = claim(ann_a, project)
+    c = client_for(ann_a)
+    page = _page(c, project, mine.item_id)
+    assert "Harmfulness" in page and 'value="non-harmful"' in page
+    project.refresh_from_db()
+    schema = json.loads(json.dumps(project.schema))
+    label = next(s for s in schema["fields"] if s["name"] == "label")
+    label["label"], label["help"] = "Is it harmful?", "Read the guideline's section 2."
+    label["choices"] = ["harmful", "not harmful"]
+    version = project.schema_version
+    project_schema_update(project=project, schema=schema, in_place=True)
+    project.refresh_from_db()
+    assert project.schema_version == version
+    page = _page(c, project, mine.item_id)
+    assert "Is it harmful?" in page and "Harmfulness" not in page
+    assert "Read the guideline&#x27;s section 2." in page
+    assert 'value="not harmful"' in page and 'value="non-harmful"' not in page
+
+
+def test_each_annotator_sees_their_own_values_checked(project, open_items, ann_a, ann_b, client_for):
+    """Kept widgets are keyed on the value: one annotator's choice never shows on another's page."""
+    mine = claim(ann_a, project)
+    theirs = claim(ann_b, project)
+    c = client_for(ann_b)
+    fresh = _page(c, project, theirs.item_id)
+    assert 'value="harmful" checked' not in fresh and 'value="non-harmful" checked' not in fresh
+    c = client_for(ann_a)
+    r = _post(
+        c, reverse("api_annotate_draft", args=[project.slug, mine.item_id]), {"values": MEME3W_HARMFUL, "version": 0}
+    )
+    assert r.status_code == 200, r.content
+    page = _page(c, project, mine.item_id)
+    assert 'value="harmful" checked' in page and 'value="group background" checked' in page
+    values = {**MEME3W_HARMFUL, "label": "non-harmful", "target_category": None, "target_entity": None}
+    r = _post(c, reverse("api_annotate_draft", args=[project.slug, mine.item_id]), {"values": values, "version": 1})
+    assert r.status_code == 200, r.content
+    page = _page(c, project, mine.item_id)
+    assert 'value="non-harmful" checked' in page and 'value="harmful" checked' not in page
+    c = client_for(ann_b)
+    again = _page(c, project, theirs.item_id)
+    assert 'value="non-harmful" checked' not in again and 'value="harmful" checked' not in again
+
+
+def test_a_role_change_and_a_deactivation_count_on_the_next_request(project, open_items, ann_a, lead, client_for):
+    """The project and the caller's roles are read per request (projects.access, hand-written SQL):
+    nothing of them is kept between requests."""
+    mine = claim(ann_a, project)
+    c = client_for(ann_a)
+    url = reverse("annotate_item", args=[project.slug, mine.item_id])
+    assert c.get(url).status_code == 200
+    member_roles_set(project=project, user=ann_a, roles=["reviewer"])
+    assert c.get(url).status_code == 403
+    member_roles_set(project=project, user=ann_a, roles=["annotator"])
+    assert c.get(url).status_code == 200
+    member_deactivate(project=project, user=ann_a)
+    assert c.get(url).status_code == 404
+    assert c.get(reverse("annotate_item", args=["no-such-project", mine.item_id])).status_code == 404
+
+
+def test_the_project_read_by_hand_written_sql_equals_the_orm_one(project, ann_a):
+    """projects.access builds the Project from its own row (core.rows): every field as the ORM
+    reads it, JSON and time zones included."""
+    from projects.access import project_get_for_user
+    from projects.models import Project
+
+    mine = project_get_for_user(user=ann_a, slug=project.slug)
+    orm = Project.objects.get(pk=project.pk)
+    for f in Project._meta.concrete_fields:
+        assert getattr(mine, f.attname) == getattr(orm, f.attname), f.name
+    assert mine.user_roles == {"annotator"}
+    assert mine._state.adding is False and mine._state.db == orm._state.db
