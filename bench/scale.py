@@ -688,7 +688,7 @@ def plan_and_scan(args, project) -> list[Row]:
         Row("split plan (meme3w, before the scan)", n, t.rss.wall, t.rss.cpu, t.pg, t.rss.growth_mb, "part of release")
     )
     with Timed(args.db) as t:
-        scan = near_duplicates_detect(project=project)
+        scan = near_duplicates_detect(project=project, full=True)  # the search itself, also on --reuse
     scan.refresh_from_db()
     print(f"  near-duplicate scan: {scan.items_scanned:,} items, {scan.pairs_new:,} pairs stored", flush=True)
     rows.append(Row("near-duplicate scan (meme3w)", n, t.rss.wall, t.rss.cpu, t.pg, t.rss.growth_mb, "part of release"))

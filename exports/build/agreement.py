@@ -10,6 +10,8 @@ files alone.
 
 from __future__ import annotations
 
+import numpy as np
+
 from adjudication.services import lexicon_current
 from exports.selectors import SplitPlan
 from projects.models import Project
@@ -23,7 +25,7 @@ def release_agreement(*, project: Project, plan: SplitPlan) -> dict:
     # Columns, not per-record dicts (quality.reports.report_table): the units of every item,
     # then those of released items only.
     table = report_table_all_fields(project=project)
-    units = table.take([plan.split_of(int(pk)) is not None for pk in table.item_ids.tolist()])
+    units = table.take(np.isin(table.item_ids, plan.released_ids))
     scope = DEFAULT_FILTERS["scope"]
     results = agreement.agreement_figures(schema, units, lexicon=lexicon, scope=scope)
     return {

@@ -31,12 +31,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from exports.writers import (
-    PARQUET_OPTIONS,
     FileDigest,
     canonical_json,
     canonical_json_bytes,
     file_digest,
     json_loads,
+    parquet_options,
 )
 
 #: Rows per batch of pass 1 (types), and per row group of a file without images.
@@ -210,7 +210,7 @@ def jsonl_to_parquet(
     final = plan.finish()
     fields = [pa.field(c, final[c]) for c in columns] + [pa.field(n, t) for n, (t, _) in extra.items()]
     schema = _schema(fields, image_columns)
-    writer = pq.ParquetWriter(str(dst), schema, **PARQUET_OPTIONS)
+    writer = pq.ParquetWriter(str(dst), schema, **parquet_options(schema))
     rows_written = 0
     try:
         for rows in _lines(src, batch_rows):
@@ -379,7 +379,13 @@ class ParquetFamily:
         self.rows += len(rows)
 
     def _batches(self) -> Iterator[tuple[pa.RecordBatch, dict, list[int]]]:
-        with pa.ipc.open_stream(str(self._dir / "typed.arrows")) as typed, open(self._dir / "free.pickle", "rb") as fh:
+        # Read, not memory-mapped (a path is mapped: every page read stayed in the RSS until the
+        # family closed, ~450 MB at 1M records; bench/scale.py).
+        with (
+            pa.OSFile(str(self._dir / "typed.arrows")) as source,
+            pa.ipc.open_stream(source) as typed,
+            open(self._dir / "free.pickle", "rb") as fh,
+        ):
             for batch in typed:
                 free, codes = pickle.load(fh)
                 yield batch, free, codes
@@ -492,7 +498,7 @@ class _Output:
     def __init__(self, path: Path, plan: _TypePlan, schema: pa.Schema, batch_rows: int, extra: dict, extra_inputs):
         self.path, self.plan, self.schema, self.batch_rows = path, plan, schema, batch_rows
         self.extra, self.extra_inputs = extra, extra_inputs
-        self._writer = pq.ParquetWriter(str(path), schema, **PARQUET_OPTIONS)
+        self._writer = pq.ParquetWriter(str(path), schema, **parquet_options(schema))
         self._typed: list[pa.RecordBatch] = []
         self._free: dict[str, list] = {}
         self._pending = 0

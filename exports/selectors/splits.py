@@ -5,11 +5,15 @@ assignment and its integrity check (the allocation itself is exports.splitting).
 from __future__ import annotations
 
 import hashlib
+from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from django.db.models import Q
+from django.db import connection
+from django.db.models import Q, TextField
+from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import Cast
 
 from adjudication.models import GoldRecord
 from exports.models import NearDuplicatePair, PairStatus
@@ -24,6 +28,7 @@ from exports.splitting import (
     split_shortfalls,
     stratified_group_split,
 )
+from exports.writers import json_loads
 from lib.gcpause import gc_paused
 from projects.fieldtypes import REGISTRY
 from projects.models import Item, Project, Stage
@@ -71,6 +76,43 @@ def order_key(seed: int, stable_key: str) -> int:
     return int.from_bytes(hashlib.blake2b(f"{seed}:{stable_key}".encode(), digest_size=8).digest(), "big")
 
 
+class _Positions:
+    """Position of an item id in the ascending ``ids``: a dict lookup per record (a numpy
+    scalar searchsorted costs ~3 us, 7% of a release at 50k items) over a window of WINDOW ids
+    that moves forward as a release reads in item order, so memory stays the window's (a dict of
+    every id was ~2M objects, ~100 MB, at 1M items; bench/scale.py). Lookups out of order
+    take a searchsorted."""
+
+    WINDOW = 4096
+
+    def __init__(self, ids: np.ndarray):
+        self.ids = ids
+        self._window: dict[int, int] = {}
+        self._first = self._last = None
+
+    def get(self, item_id: int) -> int | None:
+        i = self._window.get(item_id)
+        if i is not None:
+            return i
+        if self._last is not None and self._first <= item_id <= self._last:
+            return None  # inside the window's range, not an id
+        start = int(np.searchsorted(self.ids, item_id))
+        if start >= len(self.ids):
+            return None
+        if self._last is None or item_id > self._last:
+            ids = self.ids[start : start + self.WINDOW].tolist()
+            self._window = dict(zip(ids, range(start, start + len(ids))))
+            self._first, self._last = ids[0], ids[-1]
+            return self._window.get(item_id)
+        return start if int(self.ids[start]) == item_id else None
+
+    def __getitem__(self, item_id: int) -> int:
+        i = self.get(item_id)
+        if i is None:
+            raise KeyError(item_id)
+        return i
+
+
 @dataclass
 class SplitPlan:
     """Who is released, in which split, and why the others are not. Arrays are per project item
@@ -99,10 +141,8 @@ class SplitPlan:
         return split_shortfalls(sizes=self.sizes, ratios=self.ratios, total=int(self.released.sum()))
 
     @cached_property
-    def _positions(self) -> dict[int, int]:
-        # One dict lookup per record instead of a numpy scalar searchsorted (~3 us each, 7% of
-        # a release at 50k items, bench/scale.py); ~70 MB at 1M items.
-        return dict(zip(self.node_ids.tolist(), range(len(self.node_ids))))
+    def _positions(self) -> _Positions:
+        return _Positions(self.node_ids)
 
     @cached_property
     def _split_names(self) -> list[str | None]:
@@ -210,29 +250,36 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
 
     Memory: a few numpy arrays per project item (about 40 bytes an item).
     """
-    ids: list[int] = []
-    pixel_keys: list[int] = []
-    dup_of: list[int] = []
-    keys: list[int] = []
-    pins: list[int] = []
     seed = project.split_seed
     rows = (
         Item.objects.filter(project=project)
         .order_by("id")
         .values_list("id", "pixel_hash", "duplicate_of_id", "import_key", "split")
     )
-    for item_id, pixel_hash, duplicate_of_id, import_key, pinned_split in rows.iterator(chunk_size=chunk_size):
-        pins.append(PIN_CODES.get(pinned_split, -1))
-        ids.append(item_id)
-        pixel_keys.append(_pixel_key(pixel_hash))
-        dup_of.append(duplicate_of_id or -1)
-        keys.append(order_key(seed, import_key))
-    node_ids = np.asarray(ids, dtype=np.int64)
-    pixel_arr = np.asarray(pixel_keys, dtype=np.uint64)
-    dup_arr = np.asarray(dup_of, dtype=np.int64)
-    key_arr = np.asarray(keys, dtype=np.uint64)
-    pin_arr = np.asarray(pins, dtype=np.int8)
-    del ids, pixel_keys, dup_of, keys, pins
+    # Arrays per chunk of rows, joined at the end: lists of every item's Python ints were
+    # ~4M objects (+260 MB RSS that stays with the process) at 1M items (bench/scale.py).
+    parts: list[tuple[np.ndarray, ...]] = []
+    chunk: list[tuple] = []
+
+    def convert() -> None:
+        parts.append(
+            (
+                np.fromiter((r[0] for r in chunk), dtype=np.int64, count=len(chunk)),
+                np.fromiter((_pixel_key(r[1]) for r in chunk), dtype=np.uint64, count=len(chunk)),
+                np.fromiter((r[2] or -1 for r in chunk), dtype=np.int64, count=len(chunk)),
+                np.fromiter((order_key(seed, r[3]) for r in chunk), dtype=np.uint64, count=len(chunk)),
+                np.fromiter((PIN_CODES.get(r[4], -1) for r in chunk), dtype=np.int8, count=len(chunk)),
+            )
+        )
+        chunk.clear()
+
+    for row in rows.iterator(chunk_size=chunk_size):
+        chunk.append(row)
+        if len(chunk) >= chunk_size:
+            convert()
+    convert()
+    node_ids, pixel_arr, dup_arr, key_arr, pin_arr = (np.concatenate(column) for column in zip(*parts))
+    parts.clear()
     n = len(node_ids)
 
     def index(item_ids: np.ndarray) -> np.ndarray:
@@ -246,18 +293,30 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     eligible = np.zeros(n, dtype=bool)
     strata = np.zeros(n, dtype=np.int32)
     labels: dict[tuple, int] = {}
-    # Key transforms (decoded JSON values, None for null on every backend), not the whole record.
-    gold_rows = (
-        released_gold_queryset(project=project)
-        .order_by("item_id")
-        .values_list("item_id", *[f"values__{name}" for name in fields])
-    )
-    g_ids: list[int] = []
-    g_codes: list[int] = []
+    # Key transforms, not the whole record: on PostgreSQL each value's JSON text, decoded once
+    # per distinct text (strata have few values; Django's decoding per value was ~15% of the
+    # plan at 1M items), elsewhere decoded values; None for null either way.
+    gold = released_gold_queryset(project=project).order_by("item_id")
+    as_text = connection.vendor == "postgresql"
+    if as_text:
+        texts = {f"s{k}": Cast(KeyTransform(name, "values"), TextField()) for k, name in enumerate(fields)}
+        gold_rows = gold.annotate(**texts).values_list("item_id", *texts)
+    else:
+        gold_rows = gold.values_list("item_id", *[f"values__{name}" for name in fields])
+    g_ids = array("q")  # raw int64s, not an object per item
+    g_codes = array("q")
+    codes: dict[tuple, int] = {}
     for item_id, *values in gold_rows.iterator(chunk_size=chunk_size):
-        label = tuple(NONE_LABEL if v is None else str(v) for v in values)
+        key = tuple(values) if as_text else None  # texts (hashable); decoded values may be lists
+        code = codes.get(key) if as_text else None
+        if code is None:
+            decoded = [json_loads(v) if v is not None else None for v in values] if as_text else values
+            label = tuple(NONE_LABEL if v is None else str(v) for v in decoded)
+            code = labels.setdefault(label, len(labels))
+            if as_text:
+                codes[key] = code
         g_ids.append(item_id)
-        g_codes.append(labels.setdefault(label, len(labels)))
+        g_codes.append(code)
     if g_ids:
         pos = index(np.asarray(g_ids, dtype=np.int64))
         eligible[pos] = True

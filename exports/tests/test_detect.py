@@ -93,3 +93,37 @@ def test_candidate_groups_follow_same_and_unreviewed_links(project, dup_items, t
     assert html.count("candidate group of 3 items") == 3
     NearDuplicatePair.objects.filter(item_a=dup_items[0]).update(status=PairStatus.DIFFERENT)
     assert candidate_groups(project=project) == {}  # s1-s12 alone remain linked: a pair
+
+
+def test_a_scan_with_no_item_since_the_last_finishes_from_it_and_a_higher_threshold_searches_again(
+    project, dup_items, monkeypatch
+):
+    import exports.services as services
+
+    first = near_duplicates_detect(project=project)
+    assert first.phase != services.SCAN_REUSED and first.pairs_found == 2
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("searched although no item came since the last scan")
+
+    monkeypatch.setattr(services, "near_duplicate_pairs", no_search)
+    again = near_duplicates_detect(project=project)
+    again.refresh_from_db()
+    assert again.status == DedupScan.Status.DONE and again.phase == services.SCAN_REUSED
+    assert (again.items_scanned, again.pairs_found, again.pairs_new) == (11, 2, 0)
+    assert again.max_item_id == first.max_item_id
+
+    project.phash_threshold = 1  # lower: the stored pairs cover it, counted under the new threshold
+    project.save(update_fields=["phash_threshold"])
+    lower = near_duplicates_detect(project=project)
+    assert lower.phase == services.SCAN_REUSED and lower.pairs_found == 1
+
+    project.phash_threshold = 12  # higher than any finished scan: pairs may be missing, so search
+    project.save(update_fields=["phash_threshold"])
+    with pytest.raises(AssertionError, match="searched"):
+        services._scan(DedupScan.objects.create(project=project, threshold=12), lambda *a, **k: None, chunk_size=100)
+    monkeypatch.undo()
+    higher = near_duplicates_detect(project=project)
+    assert higher.phase != services.SCAN_REUSED and higher.status == DedupScan.Status.DONE
+    # and a full scan is always possible
+    assert near_duplicates_detect(project=project, full=True).phase != services.SCAN_REUSED

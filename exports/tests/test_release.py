@@ -329,3 +329,20 @@ def test_a_running_job_is_taken_over_only_when_its_worker_must_be_dead(project, 
     assert release is not None and release.number == 1 and not leftover.exists()
     job.refresh_from_db()
     assert job.taken_over_at is not None and job.attempts == 1
+
+
+def test_parquet_statistics_are_kept_for_ids_numbers_and_categories_not_for_text_json_or_image_bytes(v1):
+    root = release_dir(v1)
+    for name in ("records.parquet", "records/train.parquet", "annotations.parquet", "candidates.parquet"):
+        meta = pq.ParquetFile(root / name).metadata
+        assert meta.num_row_groups >= 1, name
+        stats = {
+            meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i).is_stats_set
+            for i in range(meta.num_columns)
+        }
+        assert stats["item_id"] and stats["split"], name
+        assert not any(v for k, v in stats.items() if k == "text" or k.startswith("image_data")), name
+    stats = pq.ParquetFile(root / "records.parquet").metadata.row_group(0)
+    paths = {stats.column(i).path_in_schema: stats.column(i) for i in range(stats.num_columns)}
+    assert paths["image.width"].is_stats_set and not paths["image.sha256"].is_stats_set
+    assert paths["item_id"].statistics.min <= paths["item_id"].statistics.max

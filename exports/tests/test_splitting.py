@@ -157,3 +157,20 @@ def test_a_group_too_big_for_val_leaves_a_shortfall_that_is_reported():
         {"split": "val", "asked": 2, "actual": 0},
         {"split": "test", "asked": 3, "actual": 2},
     ]
+
+
+def test_plan_positions_equal_a_dict_of_every_id_in_order_out_of_order_and_for_absent_ids():
+    from exports.selectors.splits import _Positions
+
+    rng = np.random.default_rng(3)
+    ids = np.unique(rng.integers(1, 60_000, size=20_000)).astype(np.int64)
+    truth = dict(zip(ids.tolist(), range(len(ids))))
+    positions = _Positions(ids)
+    ascending = list(range(0, 61_000, 3))  # a release's order: ids and gaps, several windows
+    shuffled = rng.permutation(np.arange(-5, 61_000)).tolist()[:15_000]
+    for item_id in ascending + shuffled + ascending[::-1]:
+        assert positions.get(item_id) == truth.get(item_id), item_id
+    assert positions[int(ids[-1])] == len(ids) - 1
+    with pytest.raises(KeyError):
+        positions[int(ids[-1]) + 1]
+    assert _Positions(np.zeros(0, dtype=np.int64)).get(5) is None
