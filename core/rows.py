@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import connections, router
 from django.db.models import Model
+from django.db.transaction import TransactionManagementError
 
 
 @cache
@@ -63,7 +64,24 @@ def model_from_row(model: type[Model], row: Sequence[Any], *, start: int = 0, al
 def instances(model: type[Model], sql: str, params: Sequence[Any]) -> list[Model]:
     """The ``model`` instances of a query whose select list is ``columns(model, ...)``."""
     alias = alias_for(model)
+    return [model_from_row(model, row, alias=alias) for row in fetch_rows(alias, sql, params)]
+
+
+def for_update_of(alias: str, table_alias: str) -> str:
+    """The row-lock clause of ``select_for_update(of=("self",))`` for a hand-written query, which
+    must run inside a transaction as the ORM's does (SQLite: none; its IMMEDIATE transactions
+    serialize writers instead)."""
+    connection = connections[alias]
+    if not connection.in_atomic_block:
+        raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
+    if not connection.features.has_select_for_update:
+        return ""
+    if connection.features.has_select_for_update_of:
+        return f" FOR UPDATE OF {table_alias}"
+    return " FOR UPDATE"
+
+
+def fetch_rows(alias: str, sql: str, params: Sequence[Any]) -> list[tuple]:
     with connections[alias].cursor() as cursor:
         cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    return [model_from_row(model, row, alias=alias) for row in rows]
+        return cursor.fetchall()

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import router, transaction
 from django.db.models import Case, Count, F, IntegerField, Q, Value, When
 from django.utils import timezone
 
@@ -29,6 +29,7 @@ from annotation.selectors import session_count
 from candidates.models import Conversion
 from candidates.selectors import candidate_ids_for_annotator
 from core.models import JobStatus
+from core.rows import columns, fetch_rows, for_update_of, model_from_row, width
 from projects.models import Item, Project, Stage
 
 log = logging.getLogger(__name__)
@@ -73,16 +74,30 @@ def _expiry(project: Project, now):
     return now + timedelta(minutes=max(1, project.claim_timeout_minutes))
 
 
+#: The item with its project (core.rows: through the ORM this cost about 1 ms of CPU on every
+#: save). The lock clause is added per call (core.rows.for_update_of): the item row only.
+_ITEM_WITH_PROJECT = (
+    f'SELECT {columns(Item, "i")}, {columns(Project, "p")} FROM "{Item._meta.db_table}" i'
+    f' INNER JOIN "{Project._meta.db_table}" p ON p."id" = i."project_id" WHERE i."id" = %s'
+)
+
+
 def _lock_item(item_id: int, *, project_id: int | None = None) -> Item | None:
     """Row-lock the item (waits for a concurrent holder) and read it with its project, fresh.
     Caller is inside transaction.atomic(). With ``project_id``, only an item of that project
     (None otherwise)."""
-    # of=("self",): lock the item row only. Without it PostgreSQL also locks the joined project
-    # row, which would serialize every claim and save of the whole project.
-    rows = Item.objects.select_for_update(of=("self",)).filter(pk=item_id).select_related("project")
+    alias = router.db_for_write(Item)
+    sql, params = _ITEM_WITH_PROJECT, [int(item_id)]
     if project_id is not None:
-        rows = rows.filter(project_id=project_id)
-    return rows.first()
+        sql, params = sql + ' AND i."project_id" = %s', [*params, project_id]
+    # OF i: lock the item row only. Without it PostgreSQL also locks the joined project row,
+    # which would serialize every claim and save of the whole project.
+    found = fetch_rows(alias, sql + for_update_of(alias, "i"), params)
+    if not found:
+        return None
+    item = model_from_row(Item, found[0], alias=alias)
+    item.project = model_from_row(Project, found[0], start=width(Item), alias=alias)
+    return item
 
 
 def _claim_locked(*, item: Item, annotator, now) -> Annotation | None:

@@ -22,6 +22,7 @@ from annotation.models import (
 from annotation.services.claims import _lock_item, _reclaim_locked, slots_of
 from candidates.selectors import candidate_ids_for_annotator
 from core.errors import Conflict, Invalid, NotFound, StaleVersion
+from core.rows import alias_for, columns, fetch_rows, model_from_row, width
 from projects.models import Item, Stage
 from projects.presets import MEME3W_SKIP_REASONS, PRESETS
 from projects.schema import Schema
@@ -159,6 +160,32 @@ def _active_ms(time_spent_ms: Any, *, annotation: Annotation, now) -> int:
 # --------------------------------------------------------------------------- saves
 
 
+#: The item's annotations of one kind and stage, each with its assignment (LEFT JOIN: an
+#: annotation may have none). Written out (core.rows): every save reads it.
+_ANNOTATIONS_WITH_ASSIGNMENT = (
+    f'SELECT {columns(Annotation, "a")}, {columns(Assignment, "s")} FROM "{Annotation._meta.db_table}" a'
+    f' LEFT OUTER JOIN "{Assignment._meta.db_table}" s ON s."annotation_id" = a."id"'
+    ' WHERE a."item_id" = %s AND a."kind" = %s AND a."stage" = %s'
+)
+_ASSIGNMENT = Annotation._meta.get_field("assignment")  # the reverse one-to-one
+_ASSIGNMENT_PK_AT = width(Annotation) + Assignment._meta.concrete_fields.index(Assignment._meta.pk)
+
+
+def _annotations_with_assignment(*, item_id: int, kind: str, stage: int) -> list[Annotation]:
+    """As ``Annotation.objects.filter(item_id=, kind=, stage=).select_related("assignment")``."""
+    alias = alias_for(Annotation)
+    out = []
+    for row in fetch_rows(alias, _ANNOTATIONS_WITH_ASSIGNMENT, [item_id, kind, stage]):
+        annotation = model_from_row(Annotation, row, alias=alias)
+        assignment = None
+        if row[_ASSIGNMENT_PK_AT] is not None:  # NULL: no assignment row
+            assignment = model_from_row(Assignment, row, start=width(Annotation), alias=alias)
+            _ASSIGNMENT.field.set_cached_value(assignment, annotation)
+        _ASSIGNMENT.set_cached_value(annotation, assignment)  # None: assignment_of answers None
+        out.append(annotation)
+    return out
+
+
 def _load_for_write(*, annotator, item: Item, kind: str):
     """Lock the item, then read its annotations of ``kind`` in one query: the caller's (with its
     assignment) and the (annotator, status, assignment status, expiry) rows of all of them.
@@ -171,7 +198,7 @@ def _load_for_write(*, annotator, item: Item, kind: str):
         raise NotAssigned("This item is not assigned to you.")
     stage = locked.workflow_stage if kind == Kind.ANNOTATION else 0
     annotation, rows = None, []
-    for a in Annotation.objects.filter(item=locked, kind=kind, stage=stage).select_related("assignment"):
+    for a in _annotations_with_assignment(item_id=locked.pk, kind=kind, stage=stage):
         assignment = assignment_of(a)
         rows.append(
             (

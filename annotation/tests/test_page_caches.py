@@ -173,3 +173,33 @@ def test_the_project_read_by_hand_written_sql_equals_the_orm_one(project, ann_a)
         assert getattr(mine, f.attname) == getattr(orm, f.attname), f.name
     assert mine.user_roles == {"annotator"}
     assert mine._state.adding is False and mine._state.db == orm._state.db
+
+
+def test_the_hand_written_save_reads_equal_the_orm_ones(project, open_items, ann_a, ann_b):
+    """annotation.services reads the locked item and its annotations by hand-written SQL
+    (core.rows): the same instances as the ORM's, an annotation without an assignment included."""
+    from django.db import transaction
+
+    from annotation.models import Assignment, assignment_of
+    from annotation.services.claims import _lock_item
+    from annotation.services.saves import _annotations_with_assignment
+
+    mine = claim(ann_a, project)
+    claim(ann_b, project)
+    with transaction.atomic():
+        item = _lock_item(mine.item_id, project_id=project.pk)
+        assert _lock_item(mine.item_id, project_id=project.pk + 1000) is None
+    orm = type(item).objects.select_related("project").get(pk=mine.item_id)
+    for f in type(item)._meta.concrete_fields:
+        assert getattr(item, f.attname) == getattr(orm, f.attname), f.name
+    assert item.project.schema == orm.project.schema and item.project.pk == project.pk
+    Assignment.objects.filter(annotation=mine).delete()
+    got = {a.pk: a for a in _annotations_with_assignment(item_id=mine.item_id, kind="annotation", stage=0)}
+    want = Annotation.objects.filter(item_id=mine.item_id, kind="annotation", stage=0).select_related("assignment")
+    assert set(got) == {a.pk for a in want}
+    for a in want:
+        for f in Annotation._meta.concrete_fields:
+            assert getattr(got[a.pk], f.attname) == getattr(a, f.attname), f.name
+        theirs, ours = assignment_of(a), assignment_of(got[a.pk])
+        assert (theirs and theirs.pk, theirs and theirs.expires_at) == (ours and ours.pk, ours and ours.expires_at)
+    assert assignment_of(got[mine.pk]) is None
