@@ -79,9 +79,9 @@ def order_key(seed: int, stable_key: str) -> int:
 class _Positions:
     """Position of an item id in the ascending ``ids``: a dict lookup per record (a numpy
     scalar searchsorted costs ~3 us, 7% of a release at 50k items) over a window of WINDOW ids
-    that moves forward as a release reads in item order, so memory stays the window's (a dict of
-    every id was ~2M objects, ~100 MB, at 1M items; bench/scale.py). Lookups out of order
-    take a searchsorted."""
+    that moves to where a lookup falls outside it: a release reads in item order, once per file
+    family, so a pass costs one searchsorted per WINDOW ids and memory stays the window's (a
+    dict of every id was ~2M objects, ~100 MB, at 1M items; bench/scale.py)."""
 
     WINDOW = 4096
 
@@ -99,12 +99,10 @@ class _Positions:
         start = int(np.searchsorted(self.ids, item_id))
         if start >= len(self.ids):
             return None
-        if self._last is None or item_id > self._last:
-            ids = self.ids[start : start + self.WINDOW].tolist()
-            self._window = dict(zip(ids, range(start, start + len(ids))))
-            self._first, self._last = ids[0], ids[-1]
-            return self._window.get(item_id)
-        return start if int(self.ids[start]) == item_id else None
+        ids = self.ids[start : start + self.WINDOW].tolist()  # the next ids of an in-order pass
+        self._window = dict(zip(ids, range(start, start + len(ids))))
+        self._first, self._last = ids[0], ids[-1]
+        return self._window.get(item_id)
 
     def __getitem__(self, item_id: int) -> int:
         i = self.get(item_id)

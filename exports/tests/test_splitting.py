@@ -168,8 +168,19 @@ def test_plan_positions_equal_a_dict_of_every_id_in_order_out_of_order_and_for_a
     positions = _Positions(ids)
     ascending = list(range(0, 61_000, 3))  # a release's order: ids and gaps, several windows
     shuffled = rng.permutation(np.arange(-5, 61_000)).tolist()[:15_000]
-    for item_id in ascending + shuffled + ascending[::-1]:
+    for item_id in ascending + shuffled + ascending[::-1] + ascending:
         assert positions.get(item_id) == truth.get(item_id), item_id
+    searches = []
+    search = np.searchsorted
+    monkey = _Positions(ids)
+    np.searchsorted = lambda *a, **k: searches.append(1) or search(*a, **k)
+    try:
+        for _ in range(2):  # two in-order passes (records, then annotations): a search per window
+            for item_id in ids.tolist():
+                assert monkey.get(item_id) is not None
+    finally:
+        np.searchsorted = search
+    assert len(searches) <= 2 * (len(ids) // _Positions.WINDOW + 1)
     assert positions[int(ids[-1])] == len(ids) - 1
     with pytest.raises(KeyError):
         positions[int(ids[-1]) + 1]
