@@ -29,10 +29,11 @@ def _layout(model: type[Model], alias: str) -> tuple[list[str], list[tuple[int, 
     fields = model._meta.concrete_fields
     converting = []
     for i, f in enumerate(fields):
-        converters = connection.ops.get_db_converters(f) + f.get_db_converters(connection)
+        # As the ORM's compiler asks (SQLCompiler.get_converters): of the column expression.
+        col = f.get_col(model._meta.db_table)
+        converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
         if converters:
-            # Converters take the column expression, as the ORM's compiler passes them.
-            converting.append((i, f.get_col(model._meta.db_table), converters))
+            converting.append((i, col, converters))
     return [f.attname for f in fields], converting
 
 
