@@ -86,3 +86,29 @@ def fetch_rows(alias: str, sql: str, params: Sequence[Any]) -> list[tuple]:
     with connections[alias].cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def values_of(model: type[Model], names: Sequence[str], row: Sequence[Any], *, alias: str | None = None) -> tuple:
+    """``row``'s values as the ORM's ``values_list(*names)`` of ``model``'s own fields gives them
+    (converted: on SQLite a time comes back as text)."""
+    alias = alias or alias_for(model)
+    connection = connections[alias]
+    out = []
+    for name, value in zip(names, row, strict=True):
+        col, converters = _column_converters(model, name, alias)
+        for convert in converters:
+            value = convert(value, col, connection)
+        out.append(value)
+    return tuple(out)
+
+
+@cache
+def _column_converters(model: type[Model], name: str, alias: str) -> tuple[Any, list]:
+    connection = connections[alias]
+    col = model._meta.get_field(name).get_col(model._meta.db_table)
+    return col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+
+
+def adapt_time(alias: str, value):
+    """A datetime parameter as the ORM passes it (SQLite: UTC text; PostgreSQL: as is)."""
+    return connections[alias].ops.adapt_datetimefield_value(value)

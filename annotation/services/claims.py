@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import router, transaction
-from django.db.models import Case, Count, F, IntegerField, Q, Value, When
+from django.db.models import Case, IntegerField, Value, When
 from django.utils import timezone
 
 from annotation.models import (
@@ -29,7 +29,7 @@ from annotation.selectors import session_count
 from candidates.models import Conversion
 from candidates.selectors import candidate_ids_for_annotator
 from core.models import JobStatus
-from core.rows import columns, fetch_rows, for_update_of, model_from_row, width
+from core.rows import adapt_time, alias_for, columns, fetch_rows, for_update_of, model_from_row, values_of, width
 from projects.models import Item, Project, Stage
 
 log = logging.getLogger(__name__)
@@ -51,14 +51,24 @@ class ClaimResult:
 # --------------------------------------------------------------------------- slots
 
 
+#: (annotator, annotation status, assignment status, expiry) of an item's annotations in one
+#: stage; LEFT JOIN: an annotation may have no assignment. Written out (core.rows): every claim
+#: and every opening of an expired draft reads it.
+_ITEM_ROWS = (
+    f'SELECT a."annotator_id", a."status", s."status", s."expires_at" FROM "{Annotation._meta.db_table}" a'
+    f' LEFT OUTER JOIN "{Assignment._meta.db_table}" s ON s."annotation_id" = a."id"'
+    ' WHERE a."item_id" = %s AND a."kind" = %s AND a."stage" = %s'
+)
+
+
 def _item_rows(*, item_id: int, kind: str, stage: int = 0) -> list[tuple]:
     """(annotator_id, annotation status, assignment status, expires_at) of every annotation of
     the item in one workflow stage."""
-    return list(
-        Annotation.objects.filter(item_id=item_id, kind=kind, stage=stage).values_list(
-            "annotator_id", "status", "assignment__status", "assignment__expires_at"
-        )
-    )
+    alias = alias_for(Annotation)
+    return [
+        (annotator_id, status, *values_of(Assignment, ("status", "expires_at"), rest, alias=alias))
+        for annotator_id, status, *rest in fetch_rows(alias, _ITEM_ROWS, [item_id, str(kind), stage])
+    ]
 
 
 def slots_of(item: Item, stage: int) -> int:
@@ -265,23 +275,30 @@ def _partial_query(*, project: Project, annotator, now, tried: set[int], skip_lo
     the project size. With a count that varies per item, the largest one filters here and
     _claim_locked applies the item's own.
     """
-    live = Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.ACTIVE, expires_at__gt=now)
-    ids = list(
-        Assignment.objects.filter(
-            project=project,
-            kind=Kind.ANNOTATION,
-            stage=stage.index,
-            item__stage=Stage.ANNOTATING,
-            item__workflow_stage=stage.index,
-        )
-        .exclude(item_id__in=_mine(annotator, (stage.index, *stage.exclude_workers_of)))
-        .exclude(item_id__in=tried)
-        .values("item_id")
-        .annotate(held=Count("id", filter=live))
-        .filter(held__lt=stage.annotators_range()[1])
-        .order_by("-held", "item_id")
-        .values_list("item_id", flat=True)[:PARTIAL_CANDIDATES]
+    # Written out (core.rows): its ORM form cost more CPU to compile than PostgreSQL to answer.
+    alias = alias_for(Assignment)
+    stages = (stage.index, *stage.exclude_workers_of)
+    live = '(s."status" = %s OR (s."status" = %s AND s."expires_at" > %s))'
+    live_params = [Assignment.Status.SUBMITTED, Assignment.Status.ACTIVE, adapt_time(alias, now)]
+    sql = (
+        f'SELECT s."item_id" FROM "{Assignment._meta.db_table}" s'
+        f' INNER JOIN "{Item._meta.db_table}" i ON i."id" = s."item_id"'
+        ' WHERE s."project_id" = %s AND s."kind" = %s AND s."stage" = %s AND i."stage" = %s'
+        ' AND i."workflow_stage" = %s'
+        f' AND NOT (s."item_id" IN (SELECT m."item_id" FROM "{Annotation._meta.db_table}" m'
+        f' WHERE m."annotator_id" = %s AND m."kind" = %s AND m."stage" IN ({", ".join(["%s"] * len(stages))})))'
     )
+    params = [project.pk, Kind.ANNOTATION, stage.index, Stage.ANNOTATING, stage.index, annotator.pk, Kind.ANNOTATION]
+    params += stages
+    if tried:
+        sql += f' AND NOT (s."item_id" IN ({", ".join(["%s"] * len(tried))}))'
+        params += sorted(tried)
+    sql += (
+        f' GROUP BY s."item_id" HAVING COUNT(CASE WHEN {live} THEN 1 END) < %s'
+        f' ORDER BY COUNT(CASE WHEN {live} THEN 1 END) DESC, s."item_id" ASC LIMIT %s'
+    )
+    params += [*live_params, stage.annotators_range()[1], *live_params, PARTIAL_CANDIDATES]
+    ids = [item_id for (item_id,) in fetch_rows(alias, sql, params)]
     if not ids:
         return None
     rank = Case(*[When(pk=pk, then=Value(i)) for i, pk in enumerate(ids)], output_field=IntegerField())
@@ -304,6 +321,18 @@ def _fresh_query(*, project: Project, annotator, now, tried: set[int], skip_lock
     )
 
 
+#: The annotator's own active claims on drafts of items still in their stage, oldest first
+#: (written out, core.rows: every "next" asks first).
+_OWN_CLAIMS = (
+    f'SELECT s."item_id", s."expires_at", s."stage" FROM "{Assignment._meta.db_table}" s'
+    f' INNER JOIN "{Item._meta.db_table}" i ON i."id" = s."item_id"'
+    f' INNER JOIN "{Annotation._meta.db_table}" a ON a."id" = s."annotation_id"'
+    ' WHERE s."project_id" = %s AND s."annotator_id" = %s AND s."kind" = %s AND s."status" = %s'
+    ' AND i."stage" = %s AND i."workflow_stage" = s."stage" AND a."status" = %s'
+    ' ORDER BY s."claimed_at" ASC, s."id" ASC LIMIT 20'
+)
+
+
 def assignment_claim_next(*, annotator, project: Project) -> ClaimResult:
     """Hand ``annotator`` an item of ``project`` to annotate.
 
@@ -317,19 +346,15 @@ def assignment_claim_next(*, annotator, project: Project) -> ClaimResult:
     claim is written, so no item ever has more than N holders.
     """
     now = timezone.now()
-    own = list(
-        Assignment.objects.filter(
-            project=project,
-            annotator=annotator,
-            kind=Kind.ANNOTATION,
-            status=Assignment.Status.ACTIVE,
-            item__stage=Stage.ANNOTATING,
-            item__workflow_stage=F("stage"),
-            annotation__status=Status.DRAFT,
+    alias = alias_for(Assignment)
+    own = [
+        values_of(Assignment, ("item_id", "expires_at", "stage"), row, alias=alias)
+        for row in fetch_rows(
+            alias,
+            _OWN_CLAIMS,
+            [project.pk, annotator.pk, Kind.ANNOTATION, Assignment.Status.ACTIVE, Stage.ANNOTATING, Status.DRAFT],
         )
-        .order_by("claimed_at", "id")
-        .values_list("item_id", "expires_at", "stage")[:20]
-    )
+    ]
     for item_id, expires_at, stage in own:
         if expires_at is None or expires_at > now:
             return ClaimResult(

@@ -203,3 +203,51 @@ def test_the_hand_written_save_reads_equal_the_orm_ones(project, open_items, ann
         theirs, ours = assignment_of(a), assignment_of(got[a.pk])
         assert (theirs and theirs.pk, theirs and theirs.expires_at) == (ours and ours.pk, ours and ours.expires_at)
     assert assignment_of(got[mine.pk]) is None
+
+
+def test_the_hand_written_claim_reads_equal_the_orm_ones(project, open_items, ann_a, ann_b, ann_c):
+    """The claim's candidate list and slot rows (annotation.services.claims, core.rows) give what
+    their ORM forms gave: items others started with a free slot, most held first, never the
+    caller's own or one already tried; expired claims do not count as held."""
+    from datetime import timedelta
+
+    from django.db.models import Count, Q
+    from django.utils import timezone
+
+    from annotation.models import Assignment, Kind
+    from annotation.services.claims import _item_rows, _partial_query
+    from projects.models import Stage
+
+    first = claim(ann_b, project)
+    claim(ann_c, project)  # joins ann_b's item: most held first
+    other = claim(ann_c, project)
+    Assignment.objects.filter(annotation=other).update(expires_at=timezone.now() - timedelta(minutes=1))
+    stage = project.get_workflow().stage(0)
+    now = timezone.now()
+
+    def orm(annotator, tried):
+        live = Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.ACTIVE, expires_at__gt=now)
+        return list(
+            Assignment.objects.filter(
+                project=project, kind=Kind.ANNOTATION, stage=0, item__stage=Stage.ANNOTATING, item__workflow_stage=0
+            )
+            .exclude(item_id__in=Annotation.objects.filter(annotator=annotator, kind="annotation").values("item_id"))
+            .exclude(item_id__in=tried)
+            .values("item_id")
+            .annotate(held=Count("id", filter=live))
+            .filter(held__lt=stage.annotators_range()[1])
+            .order_by("-held", "item_id")
+            .values_list("item_id", flat=True)[:20]
+        )
+
+    assert orm(ann_a, set()) == [other.item_id]  # ann_b's item is full; ann_c's expired claim is free
+    for annotator, tried in ((ann_a, set()), (ann_a, {first.item_id}), (ann_b, set()), (ann_c, set())):
+        qs = _partial_query(project=project, annotator=annotator, now=now, tried=tried, skip_locked=True, stage=stage)
+        got = [] if qs is None else list(qs.values_list("pk", flat=True))
+        assert got == orm(annotator, tried), (annotator.username, tried)
+    want = list(
+        Annotation.objects.filter(item_id=other.item_id, kind="annotation", stage=0).values_list(
+            "annotator_id", "status", "assignment__status", "assignment__expires_at"
+        )
+    )
+    assert sorted(_item_rows(item_id=other.item_id, kind="annotation", stage=0)) == sorted(want)
