@@ -41,20 +41,32 @@ WORDS = (
 CATEGORIES = ("group background", "religion and caste", "gender", "health condition")
 
 
+def _pss(pid: int) -> int:
+    """Proportional set size in bytes (Linux /proc/<pid>/smaps_rollup)."""
+    with open(f"/proc/{pid}/smaps_rollup") as fh:
+        for line in fh:
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 class RssSampler:
     """Peak resident set size of this process and its child processes (a release build forks
     one part: core.forked) while the block runs, sampled every 10 ms, with the block's wall and
-    CPU time (this process, plus the children it waited for). A child's pages shared with this
-    process are counted twice: an upper bound."""
+    CPU time (this process, plus the children it waited for). Sizes are proportional (PSS, the
+    resident size with each shared page divided among the processes sharing it), so a forked
+    child's copy-on-write pages are not counted twice."""
 
     def __init__(self) -> None:
         self.proc = psutil.Process()
 
     def _rss(self) -> int:
-        total = self.proc.memory_info().rss
+        # Proportional set sizes, so the pages a forked child shares with this process (copy-on-
+        # write) are counted once in the sum, not once per process.
+        total = _pss(self.proc.pid)
         for child in self.proc.children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                total += child.memory_info().rss
+            with contextlib.suppress(psutil.Error, OSError):
+                total += _pss(child.pid)
         return total
 
     def __enter__(self):

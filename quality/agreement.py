@@ -39,7 +39,8 @@ data, same figures, byte for byte.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import combinations
@@ -293,7 +294,9 @@ def scope_mask(
 class FieldResult:
     plan: FieldPlan
     figures: list[dict]
-    item_ids: list[int]
+    #: the scored items; from the report an array.array of int64 (a list held an int object per
+    #: item and field, ~290 MB at 1M items)
+    item_ids: Sequence[int]
     #: per scored item, mean pair similarity (1 = all records agree); same order as item_ids
     item_scores: np.ndarray
     extra: dict = field(default_factory=dict)
@@ -349,7 +352,7 @@ class _Pending:
     """A field's figures before the shared bootstrap: (key, label, contributions, primary)."""
 
     plan: FieldPlan
-    item_ids: list[int]
+    item_ids: Sequence[int]
     item_scores: np.ndarray
     figures: list[tuple[str, str, Contributions, bool]]
     extra: dict
@@ -399,7 +402,7 @@ def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache
     values = [plan.ftype.agreement_value(plan.spec, v) for v in column.raw]
     idx = np.nonzero(mask)[0]
     width = int(table.counts[idx].max()) if idx.size else 0
-    item_ids = table.item_ids[idx].tolist()
+    item_ids = array("q", table.item_ids[idx].astype(np.int64).tobytes())
     a = plan.agreement
     shares = a.shares if a.family == CONTINUOUS else ()
     means = _pair_means(plan, column.codes[idx, :width], table.counts[idx], values, lexicon, shares)

@@ -189,7 +189,7 @@ def test_fields_on_columns_equal_the_per_record_computation(schema_name, scope):
     for plan in agreement.field_plans(schema):
         got = agreement._field(schema, plan, table, scope, LEXICON, {})
         item_ids, item_scores, figures, extra = field_reference(schema, plan, units, scope, LEXICON)
-        assert got.item_ids == item_ids, plan.name
+        assert list(got.item_ids) == item_ids, plan.name
         np.testing.assert_allclose(got.item_scores, item_scores, rtol=0, atol=1e-12)
         assert got.extra == extra, plan.name
         assert [key for key, *_ in got.figures] == [key for key, _ in figures], plan.name
@@ -253,7 +253,7 @@ def test_no_units_and_single_records():
         for plan in agreement.field_plans(schema):
             got = agreement._field(schema, plan, table, "both", None, {})
             ids, scores, figures, extra = field_reference(schema, plan, units, "both", None)
-            assert got.item_ids == ids and got.extra == extra and np.array_equal(got.item_scores, scores)
+            assert list(got.item_ids) == ids and got.extra == extra and np.array_equal(got.item_scores, scores)
             assert [c.point() for _, _, c, _ in got.figures] == [c.point() for _, c in figures]
         fast, slow = confusions(schema, table), _confusions_straightforward(schema, units)
         assert [c["matrices"] for c in fast] == [c["matrices"] for c in slow]
