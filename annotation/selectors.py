@@ -26,7 +26,7 @@ from django.utils import timezone
 from annotation.models import Annotation, AnnotatorPreference, Assignment, Kind, assignment_of, slot_held
 from candidates.models import Conversion
 from candidates.selectors import candidates_for_annotator
-from core.rows import alias_for, columns, fetch_rows, instances, model_from_row, width
+from core.rows import alias_for, columns, fetch_rows, instances, model_from_row, values_of, width
 from projects.models import Item, ItemOcr, ItemVariant, Project, Stage
 from projects.workflow import FLAG_REASONS, StageSpec
 
@@ -356,9 +356,15 @@ def _review_checks(*, item: Item, stage, schema) -> list[dict]:
     return out
 
 
+#: Written out (core.rows): every page of a stage that shows the text asks, mostly for nothing.
+_OCR_LINES = f'SELECT o."lines" FROM "{ItemOcr._meta.db_table}" o WHERE o."item_id" = %s ORDER BY o."id" ASC LIMIT 1'
+
+
 def _ocr_lines(item: Item) -> list[dict]:
     """The OCR boxes of the item's image for the overlay: text and box (0..1000) only."""
-    lines = ItemOcr.objects.filter(item=item).values_list("lines", flat=True).first() or []
+    alias = alias_for(ItemOcr)
+    found = fetch_rows(alias, _OCR_LINES, [item.pk])
+    lines = (values_of(ItemOcr, ("lines",), found[0], alias=alias)[0] if found else None) or []
     out = []
     for line in lines:
         box = line.get("box") if isinstance(line, dict) else None

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 
 from candidates.models import Candidate, CandidateJob, CandidateTask, Provider
+from core.rows import alias_for, columns, fetch_rows, values_of
 from projects.models import Item, Project
 
 
@@ -74,15 +75,20 @@ def _letter(index: int) -> str:
     return letters[index // len(letters) - 1] + letters[index % len(letters)]
 
 
+_SHOWN = ("provider_id", "id", "parse_error", "fields")
+#: Written out (core.rows): every workspace page and every save with a taken value reads it.
+_LATEST_SQL = (
+    f'SELECT {columns(Candidate, "c", _SHOWN)} FROM "{Candidate._meta.db_table}" c WHERE c."item_id" = %s'
+    ' ORDER BY c."provider_id" ASC, c."created_at" DESC, c."id" DESC'
+)
+
+
 def _latest_for_annotator(*, item: Item) -> list[tuple[int, dict]]:
     """(id, fields) of what ``_latest_per_provider`` keeps, reading only the columns the
     anonymous view needs (no provider, model, reply or think is even loaded)."""
     latest: dict[int, tuple[int, str, dict]] = {}
-    rows = (
-        Candidate.objects.filter(item=item)
-        .order_by("provider_id", "-created_at", "-id")
-        .values_list("provider_id", "id", "parse_error", "fields")
-    )
+    alias = alias_for(Candidate)
+    rows = (values_of(Candidate, _SHOWN, row, alias=alias) for row in fetch_rows(alias, _LATEST_SQL, [item.pk]))
     for provider_id, pk, parse_error, fields in rows:
         latest.setdefault(provider_id, (pk, parse_error, fields))
     return [(pk, fields) for pk, parse_error, fields in latest.values() if not parse_error and fields]

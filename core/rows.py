@@ -37,9 +37,11 @@ def _layout(model: type[Model], alias: str) -> tuple[list[str], list[tuple[int, 
     return [f.attname for f in fields], converting
 
 
-def columns(model: type[Model], table_alias: str) -> str:
-    """The SELECT list of every concrete column of ``model``, in ``model_from_row``'s order."""
-    return ", ".join(f'{table_alias}."{f.column}"' for f in model._meta.concrete_fields)
+def columns(model: type[Model], table_alias: str, names: Sequence[str] | None = None) -> str:
+    """The SELECT list of every concrete column of ``model``, in ``model_from_row``'s order (or
+    of the fields ``names``, in that order, for ``values_of``)."""
+    fields = model._meta.concrete_fields if names is None else [model._meta.get_field(n) for n in names]
+    return ", ".join(f'{table_alias}."{f.column}"' for f in fields)
 
 
 def width(model: type[Model]) -> int:
