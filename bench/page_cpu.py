@@ -11,6 +11,24 @@ load does. ``--profile page`` prints the top of a cProfile of that kind's reques
 
 The figures are lower than the load bench's gunicorn CPU per request (no HTTP parsing, no
 thread switches, no GIL contention) but move with it, and show which kind costs what.
+
+Measured (issue 18 "cheaper pages", 2 cores shared with other work: CPU ms per request, with the
+load average; single runs vary by 10-20 %):
+
+    kind        before   after (field widgets kept, hot queries written out: core.rows)
+    next          8.0      5.5 - 7.1
+    page          9.9      5.4 - 5.5
+    image         3.9      2.8 - 3.5
+    progress      6.1      2.2 - 2.4
+    draft         7.2      3.4 - 4.8
+    submit       10.7      6.2 - 8.6
+    mix           7.6      4.8 - 5.0        (load 1.4-2.7)
+
+``annotate_load.py --annotators 200 --busy 1`` at the same time: gunicorn CPU 8.6 -> 7.0 ms per
+request, p50 / p95 / p99 25.3 / 66.4 / 102.7 -> 12.9 / 35.9 / 50.5 ms, 40 requests/s,
+PostgreSQL 2.4 ms per request both times (load average before the run 1.35 and 1.59).
+What is left of a page: Django's middleware, session and user lookup (an ORM query on every
+request), template rendering of the rest of the workspace (~1 ms; the candidate table ~0.5 ms).
 """
 
 from __future__ import annotations
