@@ -185,3 +185,28 @@ def test_plan_positions_equal_a_dict_of_every_id_in_order_out_of_order_and_for_a
     with pytest.raises(KeyError):
         positions[int(ids[-1]) + 1]
     assert _Positions(np.zeros(0, dtype=np.int64)).get(5) is None
+
+
+def test_groups_summary_lists_every_multi_member_group_of_released_items_as_a_mask_per_group_does():
+    from exports.selectors.splits import SplitPlan
+
+    rng = np.random.default_rng(7)
+    n = 5_000
+    node_ids = np.arange(10, 10 + 2 * n, 2)
+    group_of = node_ids.copy()
+    a, b = rng.integers(0, n, 800), rng.integers(0, n, 800)
+    group_of[np.maximum(a, b)] = node_ids[np.minimum(a, b)]
+    plan = SplitPlan.__new__(SplitPlan)
+    plan.node_ids, plan.group_of = node_ids, group_of
+    plan.released, plan.splits = rng.random(n) > 0.2, rng.integers(0, 3, n).astype(np.int8)
+    idx = np.flatnonzero(plan.released)
+    expected = []
+    for rep in np.unique(group_of[idx]).tolist():  # the straightforward form: a mask per group
+        members = idx[group_of[idx] == rep]
+        if len(members) > 1:
+            expected.append(
+                {"group": rep, "item_ids": node_ids[members].tolist(), "split": SPLITS[plan.splits[members[0]]]}
+            )
+    assert len(expected) > 50
+    assert plan.groups_summary() == expected
+    assert plan.groups_summary(limit=7) == expected[:7]
