@@ -6,7 +6,7 @@
     ``records.jsonl`` (meme3w schema; 40% harmful with 1-2 boxes, ~80-character texts, a
     provenance object) goes through ``exports.writers.JsonlWriter`` and, separately, through
     ``ParquetRecordsWriter`` (row groups of 50k). Each run is timed (wall and CPU) and a thread
-    samples the RSS every 10 ms: "peak RSS growth" is the peak minus the RSS before the first run
+    samples the RSS (PSS) every 50 ms: "peak RSS growth" is the peak minus the RSS before the first run
     of that format, so it includes the library's one-time set-up (about 50 MB for pyarrow's
     Parquet writer, measured with a 100-row warm-up). Each format is written twice and the two
     files must be byte-identical.

@@ -21,7 +21,8 @@ earlier item (``duplicate_of`` set, as the import does).
   multi-label fields, each filled only under its condition (per-label flips per person).
 
 Stages, each timed wall and CPU (this process; PostgreSQL's backends of ``--db`` apart, from
-/proc) with the peak RSS growth sampled every 10 ms by a thread:
+/proc) with the peak RSS growth (proportional set sizes of the process and its children)
+sampled every 50 ms by a thread:
 
 * agreement report (meme3w) and (aha, 3 annotators): ``quality.services.
   agreement_report_compute_now``, the code path of the report job (reads the annotations,
