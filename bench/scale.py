@@ -140,6 +140,34 @@ longer read. Where the CPU goes now at 200k (s): records 28.5 (of which their Pa
 (quality.reports.report_units + agreement_figures, bootstrap included), split plan and scan
 4, archive 1. RSS: release_agreement holds every report unit (+390 MB peak at 200k, linear):
 the RSS goal needs a compact or streamed report_units (quality app).
+
+2026-12-02, a real 1,000,000-item meme3w project again (--reuse), quiet machine (load average
+1.6-2.0 from this run's own two processes), release end to end with its second half forked:
+
+    release build, end to end        wall s  CPU s  PG CPU s  RSS+ MB (PSS, parent + child)
+    before this round (dc245f1)       151-170  ~196     ~27     2,249 (RSS, shared pages twice)
+    after                              104.4   157.0    23.5     1,230   (goal 120 s: yes; 300 MB: NO)
+
+What changed, by part (one instrumented process, RSS before -> peak, MB):
+* the release's near-duplicate scan: 11.1 s -> 0 (no item since the bench's own scan: the stored
+  pairs stand; a new item or a higher threshold searches again);
+* splits.json: 23 s -> <1 s: its near-duplicate group list was a mask over every released item
+  per group (51k groups), now one stable sort;
+* the split plan: 8.6 -> 5-7 s, RSS peak +260 -> +90 (arrays per chunk, strata decoded once per
+  distinct JSON text);
+* records: peak 1,114 -> 604, annotations 1,001 -> 529, candidates 764 -> 502: the Parquet spools
+  were memory-mapped by path (every page read stayed resident until the family closed);
+* agreement.json: peak 1,624 -> 1,267 (bootstrap stack filled in place, scored ids as arrays,
+  the column reader's chunks and text index dropped once coded). It is now the largest part:
+  the decoded distinct values (every box list) and the dense contributions (~300 MB at 1M) with
+  their float32 stack; the 300 MB goal needs those compact, not done.
+The parts (forked, one run): parent plan 7.7, records 73.6, archive 5.5 s; child annotations
+38.9, candidates 18.2, agreement 29.1 s. Also: this bench's RSS sampler took ~10% of a core
+from the process it measured (psutil's child scan every 10 ms): now 50 ms, children rescanned
+every tenth sample, sizes as PSS; 116 -> 104 s in back-to-back runs.
+
+Same day, agreement report (meme3w) at 1M: 33.5 s wall / 30.2 CPU / 5.9 PG, RSS+ 748 MB (was
+1,095); split plan 6.9 s; full near-duplicate scan (forced) 10.8 s.
 """
 
 from __future__ import annotations

@@ -113,6 +113,26 @@ def test_a_scan_with_no_item_since_the_last_finishes_from_it_and_a_higher_thresh
     assert (again.items_scanned, again.pairs_found, again.pairs_new) == (11, 2, 0)
     assert again.max_item_id == first.max_item_id
 
+    # an item committed after that scan with an id below its largest (an import that took its id
+    # first): the same largest id, but not the same items, so it searches
+    from projects.models import Item
+
+    hidden = Item.objects.filter(project=project, duplicate_of__isnull=True).order_by("pk").first()
+    Item.objects.filter(pk=hidden.pk).update(duplicate_of=dup_items[-1])  # not committed yet...
+    monkeypatch.undo()
+    assert near_duplicates_detect(project=project, full=True).items_scanned == 10
+    monkeypatch.setattr(services, "near_duplicate_pairs", no_search)
+    Item.objects.filter(pk=hidden.pk).update(duplicate_of=None)  # ...now it is, below the max id
+    with pytest.raises(AssertionError, match="searched"):
+        services._scan(
+            DedupScan.objects.create(project=project, threshold=project.phash_threshold),
+            lambda *a, **k: None,
+            chunk_size=100,
+        )
+    monkeypatch.undo()
+    assert near_duplicates_detect(project=project, full=True).items_scanned == 11  # (the real search)
+    monkeypatch.setattr(services, "near_duplicate_pairs", no_search)
+
     project.phash_threshold = 1  # lower: the stored pairs cover it, counted under the new threshold
     project.save(update_fields=["phash_threshold"])
     lower = near_duplicates_detect(project=project)
