@@ -27,6 +27,9 @@ load average; single runs vary by 10-20 %):
 ``annotate_load.py --annotators 200 --busy 1`` at the same time: gunicorn CPU 8.6 -> 7.0 ms per
 request, p50 / p95 / p99 25.3 / 66.4 / 102.7 -> 12.9 / 35.9 / 50.5 ms, 40 requests/s,
 PostgreSQL 2.4 ms per request both times (load average before the run 1.35 and 1.59).
+Re-run on a quiet machine after the last of these changes (2026-12-02 06:00, load average 1.7
+before, 2.1 after; two runs): gunicorn 6.6 ms per request both times, p50 / p95 / p99 12.3 /
+32.1 / 50.0 and 12.4 / 33.2 / 50.5 ms, 40.2 requests/s, PostgreSQL 2.2-2.3 ms per request.
 What is left of a page: Django's middleware, session and user lookup (an ORM query on every
 request), template rendering of the rest of the workspace (~1 ms; the candidate table ~0.5 ms).
 """
