@@ -147,3 +147,15 @@ def test_a_scan_with_no_item_since_the_last_finishes_from_it_and_a_higher_thresh
     assert higher.phase != services.SCAN_REUSED and higher.status == DedupScan.Status.DONE
     # and a full scan is always possible
     assert near_duplicates_detect(project=project, full=True).phase != services.SCAN_REUSED
+
+
+def test_the_scan_page_says_when_a_scan_stood_on_the_last_one(project, dup_items, lead, client_for):
+    near_duplicates_detect(project=project)
+    again = near_duplicates_detect(project=project)
+    page = client_for(lead).get(f"/p/{project.slug}/jobs/near-duplicates/{again.pk}/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "11 items scanned, 2 pairs within" in text and "no item since the last scan: its pairs stand" in text
+    full = near_duplicates_detect(project=project, full=True)
+    text = client_for(lead).get(f"/p/{project.slug}/jobs/near-duplicates/{full.pk}/").content.decode()
+    assert "11 items scanned" in text and "its pairs stand" not in text
