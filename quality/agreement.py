@@ -190,8 +190,16 @@ class UnitTable:
 
     def column(self, name: str) -> Column:
         if name not in self._columns:
+            if self._build is None:
+                raise ValueError("the table's columns were released (UnitTable.release)")
             self._columns[name] = self._build(name)
         return self._columns[name]
+
+    def release(self) -> None:
+        """Let go of the columns and completion times (the counts and ids stay): a caller done
+        with them frees their decoded values before a bootstrap (a release's agreement.json at
+        1M items: every box list of every annotation)."""
+        self._build, self._columns, self.completed_at = None, {}, []
 
     def take(self, keep) -> UnitTable:
         """The units where the boolean array ``keep`` is true (their columns on first use)."""
@@ -485,8 +493,10 @@ def agreement_figures(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     progress: Callable[[int, int], None] | None = None,
+    release_table: bool = False,
 ) -> list[FieldResult]:
-    """Every field's figures over ``units`` (each with two or more records)."""
+    """Every field's figures over ``units`` (each with two or more records). ``release_table``:
+    the caller needs no column of ``units`` afterwards (UnitTable.release, before the bootstrap)."""
     plans = field_plans(schema)
     table = as_table(units)
     pending = []
@@ -496,6 +506,8 @@ def agreement_figures(
         if progress:
             progress(i + 1, len(plans) + 1)
     contributions = {(p.plan.name, key): c for p in pending for key, _, c, _ in p.figures}
+    if release_table:
+        table.release()
     estimates = bootstrap_figures(contributions, n=resamples, seed=seed, level=LEVEL) if with_ci else {}
     if progress:
         progress(len(plans) + 1, len(plans) + 1)

@@ -26,8 +26,10 @@ def release_agreement(*, project: Project, plan: SplitPlan) -> dict:
     # then those of released items only.
     table = report_table_all_fields(project=project)
     units = table.take(np.isin(table.item_ids, plan.released_ids))
+    del table  # units' columns are read from it once each; released below, before the bootstrap
     scope = DEFAULT_FILTERS["scope"]
-    results = agreement.agreement_figures(schema, units, lexicon=lexicon, scope=scope)
+    max_slots = agreement.slot_count(units)
+    results = agreement.agreement_figures(schema, units, lexicon=lexicon, scope=scope, release_table=True)
     return {
         "report_version": agreement.REPORT_VERSION,
         "schema_version": project.schema_version,
@@ -37,7 +39,7 @@ def release_agreement(*, project: Project, plan: SplitPlan) -> dict:
         "scope_description": agreement.SCOPES[scope],
         "n_items": len(units),
         "n_annotations": int(units.counts.sum()),
-        "max_slots": agreement.slot_count(units),
+        "max_slots": max_slots,
         "method": {
             "raters": "two annotations per item: the two annotations; more: annotator pairs (people) over the items "
             "both annotated, then averaged (AHA-Memes 3.4), plus Krippendorff's alpha",

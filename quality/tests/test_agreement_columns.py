@@ -243,6 +243,16 @@ def test_a_taken_subset_of_a_table_equals_the_table_of_the_subset(schema_name):
     ]
     with pytest.raises(ValueError):
         UnitTable.from_units(units).take(keep[:-1])
+    # A caller done with the columns (a release) lets the table go before the bootstrap: same
+    # figures, and the table's columns are gone afterwards.
+    released = UnitTable.from_units(units).take(keep)
+    freed = agreement.agreement_figures(schema, released, lexicon=LEXICON, resamples=30, release_table=True)
+    assert [agreement.field_result_dict(r, "both") for r in freed] == [
+        agreement.field_result_dict(r, "both") for r in want
+    ]
+    with pytest.raises(ValueError, match="released"):
+        released.column(agreement.field_plans(schema)[0].name)
+    assert released.completed_at == [] and int(released.counts.sum()) == int(taken.counts.sum())
 
 
 def test_no_units_and_single_records():
