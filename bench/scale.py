@@ -147,6 +147,8 @@ the RSS goal needs a compact or streamed report_units (quality app).
     release build, end to end        wall s  CPU s  PG CPU s  RSS+ MB (PSS, parent + child)
     before this round (dc245f1)       151-170  ~196     ~27     2,249 (RSS, shared pages twice)
     after                              104.4   157.0    23.5     1,230   (goal 120 s: yes; 300 MB: NO)
+    + agreement.json's table freed       103.3   155.8    22.6     1,013   (goal 300 MB: NO)
+      before its bootstrap
 
 What changed, by part (one instrumented process, RSS before -> peak, MB):
 * the release's near-duplicate scan: 11.1 s -> 0 (no item since the bench's own scan: the stored
