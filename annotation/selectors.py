@@ -18,7 +18,6 @@ from functools import cached_property
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db import connections
 from django.db.models import Q
 from django.http import Http404
 from django.utils import timezone
@@ -26,7 +25,17 @@ from django.utils import timezone
 from annotation.models import Annotation, AnnotatorPreference, Assignment, Kind, assignment_of, slot_held
 from candidates.models import Conversion
 from candidates.selectors import candidates_for_annotator
-from core.rows import alias_for, columns, fetch_rows, instances, model_from_row, values_of, width
+from core.rows import (
+    adapt_time,
+    alias_for,
+    columns,
+    fetch_rows,
+    instances,
+    model_from_row,
+    reverse_one_to_one_from_row,
+    values_of,
+    width,
+)
 from projects.models import Item, ItemOcr, ItemVariant, Project, Stage
 from projects.workflow import FLAG_REASONS, StageSpec
 
@@ -45,8 +54,6 @@ _OWN_ANNOTATION = (
 )
 _ITEM_AT = width(Annotation)
 _ASSIGNMENT_AT = _ITEM_AT + width(Item)
-_ASSIGNMENT_PK_AT = _ASSIGNMENT_AT + Assignment._meta.concrete_fields.index(Assignment._meta.pk)
-_ASSIGNMENT = Annotation._meta.get_field("assignment")  # the reverse one-to-one
 
 
 def annotation_get_for_annotator(*, user, project: Project, item_id: Any, kind: str = Kind.ANNOTATION) -> Annotation:
@@ -63,11 +70,7 @@ def annotation_get_for_annotator(*, user, project: Project, item_id: Any, kind: 
     row = found[0]
     annotation = model_from_row(Annotation, row, alias=alias)
     annotation.item = model_from_row(Item, row, start=_ITEM_AT, alias=alias)
-    assignment = None
-    if row[_ASSIGNMENT_PK_AT] is not None:
-        assignment = model_from_row(Assignment, row, start=_ASSIGNMENT_AT, alias=alias)
-        _ASSIGNMENT.field.set_cached_value(assignment, annotation)
-    _ASSIGNMENT.set_cached_value(annotation, assignment)  # None: assignment_of answers None
+    reverse_one_to_one_from_row(annotation, "assignment", row, start=_ASSIGNMENT_AT, alias=alias)
     annotation.item.project = project
     annotation.annotator = user
     return annotation
@@ -468,8 +471,7 @@ def annotator_progress(*, user, project: Project) -> Progress:
     today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
     since = session_start(user)
     alias = alias_for(Annotation)
-    at = connections[alias].ops.adapt_datetimefield_value  # as the ORM passes a time (SQLite: UTC text)
-    today, since, now = at(today), at(since), at(now)
+    today, since, now = (adapt_time(alias, t) for t in (today, since, now))  # as the ORM passes a time
     ((done_today, session),) = fetch_rows(
         alias, _PROGRESS_COUNTS, [today, since, Status.SKIPPED, since, user.pk, project.pk, Kind.ANNOTATION]
     )

@@ -64,6 +64,22 @@ def model_from_row(model: type[Model], row: Sequence[Any], *, start: int = 0, al
     return model.from_db(alias, names, values)
 
 
+def reverse_one_to_one_from_row(
+    instance: Model, accessor: str, row: Sequence[Any], *, start: int, alias: str
+) -> Model | None:
+    """The reverse one-to-one ``accessor`` of ``instance`` from ``row[start:]`` (its model's
+    ``columns`` from a LEFT JOIN: a NULL primary key is none), cached on both sides as
+    ``select_related`` does, so reading it runs no query."""
+    relation = instance._meta.get_field(accessor)
+    model = relation.related_model
+    pk_at = start + model._meta.concrete_fields.index(model._meta.pk)
+    related = model_from_row(model, row, start=start, alias=alias) if row[pk_at] is not None else None
+    if related is not None:
+        relation.field.set_cached_value(related, instance)
+    relation.set_cached_value(instance, related)
+    return related
+
+
 def instances(model: type[Model], sql: str, params: Sequence[Any]) -> list[Model]:
     """The ``model`` instances of a query whose select list is ``columns(model, ...)``."""
     alias = alias_for(model)

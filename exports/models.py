@@ -74,9 +74,16 @@ class DedupScan(Job):
     pairs_found = models.PositiveIntegerField(default=0)
     pairs_new = models.PositiveIntegerField(default=0)
 
+    #: The phase of a scan finished from the last one (exports.services._scan_reused).
+    REUSED_PHASE = "no item since the last scan: its pairs stand"
+
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name = "near-duplicate scan"
+
+    @property
+    def reused(self) -> bool:
+        return self.status == self.Status.DONE and self.phase == self.REUSED_PHASE
 
 
 class ExportJob(Job):

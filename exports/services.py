@@ -69,8 +69,7 @@ def near_duplicates_scan_run(*, scan_id: int, chunk_size: int = 10_000, full: bo
     return job_run(DedupScan, scan_id, lambda scan, progress: _scan(scan, progress, chunk_size=chunk_size, full=full))
 
 
-#: The phase of a scan finished from the last one (exports/_scan_detail.html says so).
-SCAN_REUSED = "no item since the last scan: its pairs stand"
+SCAN_REUSED = DedupScan.REUSED_PHASE
 
 
 def _scan_reused(scan: DedupScan, max_item_id: int) -> bool:

@@ -22,7 +22,7 @@ from annotation.models import (
 from annotation.services.claims import _lock_item, _reclaim_locked, slots_of
 from candidates.selectors import candidate_ids_for_annotator
 from core.errors import Conflict, Invalid, NotFound, StaleVersion
-from core.rows import alias_for, columns, fetch_rows, model_from_row, width
+from core.rows import alias_for, columns, fetch_rows, model_from_row, reverse_one_to_one_from_row, width
 from projects.models import Item, Stage
 from projects.presets import MEME3W_SKIP_REASONS, PRESETS
 from projects.schema import Schema
@@ -167,8 +167,6 @@ _ANNOTATIONS_WITH_ASSIGNMENT = (
     f' LEFT OUTER JOIN "{Assignment._meta.db_table}" s ON s."annotation_id" = a."id"'
     ' WHERE a."item_id" = %s AND a."kind" = %s AND a."stage" = %s'
 )
-_ASSIGNMENT = Annotation._meta.get_field("assignment")  # the reverse one-to-one
-_ASSIGNMENT_PK_AT = width(Annotation) + Assignment._meta.concrete_fields.index(Assignment._meta.pk)
 
 
 def _annotations_with_assignment(*, item_id: int, kind: str, stage: int) -> list[Annotation]:
@@ -177,11 +175,7 @@ def _annotations_with_assignment(*, item_id: int, kind: str, stage: int) -> list
     out = []
     for row in fetch_rows(alias, _ANNOTATIONS_WITH_ASSIGNMENT, [item_id, kind, stage]):
         annotation = model_from_row(Annotation, row, alias=alias)
-        assignment = None
-        if row[_ASSIGNMENT_PK_AT] is not None:  # NULL: no assignment row
-            assignment = model_from_row(Assignment, row, start=width(Annotation), alias=alias)
-            _ASSIGNMENT.field.set_cached_value(assignment, annotation)
-        _ASSIGNMENT.set_cached_value(annotation, assignment)  # None: assignment_of answers None
+        reverse_one_to_one_from_row(annotation, "assignment", row, start=width(Annotation), alias=alias)
         out.append(annotation)
     return out
 
