@@ -71,15 +71,41 @@ class RssSampler:
         # write) are counted once in the sum, not once per process.
         if scan or not hasattr(self, "_children"):
             self._children = self.proc.children(recursive=True)
-        total = _pss(self.proc.pid)
+        own = _pss(self.proc.pid)
+        total = own
         for child in self._children:
             with contextlib.suppress(psutil.Error, OSError):
                 total += _pss(child.pid)
+        self._last = (own, total - own)
         return total
 
+    def _sample(self, scan: bool) -> None:
+        total = self._rss(scan)
+        if self._timeline is not None:
+            self._timeline.write(
+                f"{time.perf_counter() - self.t0:.2f} {self._last[0] / MB:.0f} {self._last[1] / MB:.0f}\n"
+            )
+        if total > self.peak:
+            # Where the peak is: when (s into the block), and this process's share of it.
+            self.peak, self.peak_at, self.peak_parts = total, time.perf_counter() - self.t0, self._last
+
+    @property
+    def peak_text(self) -> str:
+        """The peak's growth split into this process and its children, and when it was."""
+        own, children = self.peak_parts
+        return (
+            f"peak at {self.peak_at:.0f} s: this process +{(own - self.base_parts[0]) / MB:,.0f} MB, "
+            f"children {children / MB:,.0f} MB"
+        )
+
     def __enter__(self):
+        # BENCH_RSS_TIMELINE=path: every sample as "seconds own_MB children_MB" (where a peak is).
+        path = os.environ.get("BENCH_RSS_TIMELINE")
+        self._timeline = open(path, "a", buffering=1) if path else None
         self.base = self._rss()
-        self.peak = self.base
+        self.base_parts = self._last
+        self.peak, self.peak_at, self.peak_parts = self.base, 0.0, self._last
+        self.t0 = time.perf_counter()
         self._children0 = os.times()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -90,7 +116,7 @@ class RssSampler:
     def _run(self) -> None:
         k = 0
         while not self._stop.wait(self.EVERY):
-            self.peak = max(self.peak, self._rss(scan=k % self.SCAN_EVERY == 0))
+            self._sample(scan=k % self.SCAN_EVERY == 0)
             k += 1
 
     def __exit__(self, *exc) -> None:
@@ -102,7 +128,9 @@ class RssSampler:
         self.cpu = time.process_time() - self.c0 + children
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, self._rss())
+        self._sample(scan=True)
+        if self._timeline is not None:
+            self._timeline.close()
 
     @property
     def growth_mb(self) -> float:

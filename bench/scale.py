@@ -789,7 +789,7 @@ def run_stages(args, lead, projects: dict, releases: Path) -> list[Row]:
             f"  release v{release.number}: {release.record_count:,} records, "
             f"{release.manifest['counts']['annotations']:,} annotations, "
             f"{release.manifest['counts']['candidates']:,} candidates, {len(files)} files, {size / MB:,.0f} MB "
-            f"({release.record_count / t.rss.wall:,.0f} records/s)",
+            f"({release.record_count / t.rss.wall:,.0f} records/s); RSS {t.rss.peak_text}",
             flush=True,
         )
     rows.append(

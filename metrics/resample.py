@@ -30,8 +30,8 @@ resample that draws none of them is undefined for that figure (dropped and count
 
 Cost and memory
 ---------------
-``W`` is never materialized: resamples come in blocks of ``block`` rows (``uint8`` counts, 32
-x 1M = 32 MB) and items in chunks of ``chunk`` columns, converted to floating point per chunk.
+``W`` is never materialized: resamples come in blocks of ``block`` rows (``uint8`` counts, 16
+x 1M = 16 MB) and items in chunks of ``chunk`` columns, converted to floating point per chunk.
 Per block and chunk, dense contributions go through one BLAS matrix product and sparse ones
 through one sparse-dense product. Columns whose contributions are small integers (confusion
 cells, pair counts, value counts) run in float32, which is exact here: every partial sum is
@@ -86,7 +86,7 @@ __all__ = [
 
 #: The same at every size: quality.compute used to drop to 200 resamples past 40k items.
 DEFAULT_RESAMPLES = 1000
-_BLOCK = 32
+_BLOCK = 16
 _CHUNK = 16384
 _EXACT_FLOAT32 = 1 << 24
 
@@ -97,27 +97,62 @@ SumsFunction = Callable[[np.ndarray], np.ndarray]
 # Containers
 
 
-@dataclass(frozen=True)
 class Contributions:
     """Per-item contributions of one statistic and the function from their weighted sums.
 
-    ``matrix`` is (items x k), float64 ndarray or scipy.sparse; ``statistic`` maps weighted
+    ``matrix`` is (items x k), float64 ndarray or scipy.sparse; or, instead, ``columns``: k
+    1-D arrays (bool, integer or float64), which figures may share (a field's subset mask is
+    a column of its mean, of each share and of its observed agreement) and which the
+    bootstrap reads in place, so the dense contributions of a report are one byte per item
+    for a mask or an indicator and eight for a score, never copied into a float64 matrix
+    (``matrix`` still gives that matrix, built on each access). ``statistic`` maps weighted
     sums ``(R, k)`` to ``(R,)`` values, NaN where undefined. ``n_items`` is the number of
     items that can contribute (the figure's n: items in the subset with the data it needs).
     """
 
-    matrix: np.ndarray | sp.spmatrix | sp.sparray
-    statistic: SumsFunction
-    n_items: int
-    name: str = ""
+    __slots__ = ("_matrix", "columns", "statistic", "n_items", "name")
+
+    def __init__(
+        self,
+        matrix: np.ndarray | sp.spmatrix | sp.sparray | None,
+        statistic: SumsFunction,
+        n_items: int,
+        name: str = "",
+        *,
+        columns: Sequence[np.ndarray] | None = None,
+    ):
+        if (matrix is None) == (columns is None):
+            raise ValueError("give either the matrix or its columns")
+        if columns is not None:
+            columns = tuple(np.asarray(c) for c in columns)
+            if not columns or any(c.ndim != 1 or c.shape != columns[0].shape for c in columns):
+                raise ValueError("columns must be 1-D arrays of one length")
+        self._matrix, self.columns = matrix, columns
+        self.statistic, self.n_items, self.name = statistic, n_items, name
+
+    def __repr__(self) -> str:
+        return f"Contributions({self.name!r}, shape={self.shape}, n_items={self.n_items})"
+
+    @property
+    def matrix(self) -> np.ndarray | sp.spmatrix | sp.sparray:
+        if self._matrix is not None:
+            return self._matrix
+        return np.column_stack([c.astype(np.float64) for c in self.columns])
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.matrix.shape)  # type: ignore[return-value]
+        if self.columns is not None:
+            return (int(self.columns[0].size), len(self.columns))
+        return tuple(self._matrix.shape)  # type: ignore[return-value]
 
     def sums(self, weights: np.ndarray | None = None) -> np.ndarray:
         """Weighted column sums -> (k,); unit weights when ``weights`` is None."""
-        m = self.matrix
+        if self.columns is not None:
+            if weights is None:
+                return np.array([c.sum(dtype=np.float64) for c in self.columns])
+            w = np.asarray(weights, dtype=np.float64)
+            return np.array([np.dot(c.astype(np.float64), w) for c in self.columns])
+        m = self._matrix
         if weights is None:
             return np.asarray(m.sum(axis=0), dtype=np.float64).ravel()
         w = np.asarray(weights, dtype=np.float64)
@@ -519,6 +554,14 @@ def _scores(x: Sequence[float] | np.ndarray, mask: np.ndarray, name: str) -> np.
     return arr
 
 
+def _compact(column: np.ndarray) -> np.ndarray:
+    """``column`` as uint8 when it holds only the integers 0..255 (a share's 0/1 hits, two
+    raters' observed agreement): an eighth of the memory, the same sums."""
+    if column.size and column.min() >= 0 and column.max() <= 255 and (column == np.rint(column)).all():
+        return column.astype(np.uint8)
+    return column
+
+
 def mean_contributions(
     scores: Sequence[float] | np.ndarray, subset: Sequence[bool] | np.ndarray | None = None
 ) -> Contributions:
@@ -531,9 +574,9 @@ def mean_contributions(
     n = len(scores)
     mask = _subset_mask(subset, n)
     x = _scores(scores, mask, "scores")
-    m = mask.astype(np.float64)
-    matrix = np.column_stack([np.where(mask, x, 0.0), m])
-    return Contributions(matrix, ratio_from_sums, int(mask.sum()), "mean")
+    return Contributions(
+        None, ratio_from_sums, int(mask.sum()), "mean", columns=(_compact(np.where(mask, x, 0.0)), mask)
+    )
 
 
 def share_contributions(
@@ -545,7 +588,7 @@ def share_contributions(
     mask = _subset_mask(subset, n)
     x = _scores(scores, mask, "scores")
     hit = mask & (np.where(mask, x, -np.inf) >= threshold)
-    return Contributions(np.column_stack([hit, mask]).astype(np.float64), ratio_from_sums, int(mask.sum()), "share")
+    return Contributions(None, ratio_from_sums, int(mask.sum()), "share", columns=(hit, mask))
 
 
 def _one_hot(rows: np.ndarray, cols: np.ndarray, n: int, k: int, values: np.ndarray | None = None) -> sp.csr_matrix:
@@ -736,7 +779,7 @@ def resample_counts(n_items: int, n: int = DEFAULT_RESAMPLES, seed: int = 0, *, 
     """Blocks of the weight matrix W: ``(rows, n_items)`` arrays, row r = how often each
     item is drawn in resample r = ``bincount`` of :func:`metrics.bootstrap.resample_indices`.
 
-    ``uint8`` (32 x 1M = 32 MB per block) unless a count exceeds 255, which for
+    ``uint8`` (16 x 1M = 16 MB per block) unless a count exceeds 255, which for
     ``n_items >= 256`` has probability below 1e-500 and is still handled (wider dtype).
     """
     if int(n_items) != n_items or n_items < 1:
@@ -759,10 +802,23 @@ def resample_counts(n_items: int, n: int = DEFAULT_RESAMPLES, seed: int = 0, *, 
 class _Stack:
     dtype: type
     sparse: bool
-    parts: list = field(default_factory=list)  # (figure, column indices in the figure, matrix)
+    parts: list = field(default_factory=list)  # sparse: column slices of the figures' matrices
     width: int = 0
-    matrix: object = None
+    #: dense: the 1-D columns, read in place (a chunk of rows is cast into ``buffer``)
+    columns: list = field(default_factory=list)
     chunks: list = field(default_factory=list)
+    buffer: np.ndarray | None = None
+
+
+def _exact_float32(values: np.ndarray, n_items: int) -> bool:
+    """A column whose every partial sum is an integer below 2**24 (exact in float32)."""
+    if values.dtype == bool:
+        return n_items < _EXACT_FLOAT32
+    if np.issubdtype(values.dtype, np.integer):
+        vmax = int(np.abs(values.astype(np.int64)).max()) if values.size else 0
+        return vmax * n_items < _EXACT_FLOAT32
+    vmax = float(np.abs(values).max()) if values.size else 0.0
+    return bool((values == np.rint(values)).all()) and vmax * n_items < _EXACT_FLOAT32
 
 
 def _column_split(matrix, n_items: int) -> tuple[np.ndarray, np.ndarray]:
@@ -777,12 +833,22 @@ def _column_split(matrix, n_items: int) -> tuple[np.ndarray, np.ndarray]:
         integral[np.unique(col[bad])] = False
         if csc.data.size:
             np.maximum.at(vmax, col, np.abs(csc.data))
+        exact = integral & (vmax * n_items < _EXACT_FLOAT32)
     else:
         arr = np.asarray(matrix)
-        integral = (arr == np.rint(arr)).all(axis=0)
-        vmax = np.abs(arr).max(axis=0) if arr.shape[0] else np.zeros(arr.shape[1])
-    exact = integral & (vmax * n_items < _EXACT_FLOAT32)
+        exact = np.fromiter((_exact_float32(arr[:, c], n_items) for c in range(arr.shape[1])), bool, arr.shape[1])
     return exact, ~exact
+
+
+def _sparse_chunk(parts: list, i0: int, i1: int, dtype) -> sp.csr_matrix:
+    """Rows ``i0:i1`` of the figures' sparse matrices side by side (their stack columns),
+    transposed: (stack columns x rows) CSR of ``dtype``."""
+    pieces = []
+    for m, cols in parts:
+        rows = m[i0:i1]
+        pieces.append(rows if cols is None else rows[:, cols])
+    out = pieces[0] if len(pieces) == 1 else sp.hstack(pieces, format="csr")
+    return out.astype(dtype).T.tocsr()
 
 
 def bootstrap_figures(
@@ -802,7 +868,9 @@ def bootstrap_figures(
     :func:`metrics.bootstrap.resample_indices` with ``seed``. Per figure: the statistic on
     unit weights, the ``numpy.percentile`` (linear) CI at ``(1 -/+ level)/2`` over the
     resamples where it is defined, and the number dropped. Memory: O(block x items) for W
-    plus the contributions; no (resamples x items) matrix is ever built.
+    plus the contributions; no (resamples x items) matrix is ever built, and dense
+    contributions given as columns are read in place (a column several figures share is
+    summed once).
     """
     _check(n, level)
     if not figures:
@@ -819,36 +887,43 @@ def bootstrap_figures(
 
     stacks = {(dt, sparse): _Stack(dt, sparse) for dt in (np.float32, np.float64) for sparse in (False, True)}
     layout: dict[str, list] = {name: [] for name in names}  # (stack, figure cols, stack cols)
+    shared: dict[int, tuple[_Stack, int]] = {}  # id of a dense column -> (stack, its stack column)
     for name in names:
-        m = figures[name].matrix
-        sparse = sp.issparse(m)
+        fig = figures[name]
+        if fig.columns is None and not sp.issparse(fig.matrix):
+            fig = Contributions(None, fig.statistic, fig.n_items, fig.name, columns=np.asarray(fig.matrix).T)
+        if fig.columns is not None:
+            for c, col in enumerate(fig.columns):
+                if id(col) not in shared:
+                    st = stacks[(np.float32 if _exact_float32(col, n_items) else np.float64, False)]
+                    st.columns.append(col)
+                    shared[id(col)] = (st, st.width)
+                    st.width += 1
+                st, at = shared[id(col)]
+                layout[name].append((st, np.array([c]), np.array([at])))
+            continue
+        m = fig.matrix
         for dt, cols_mask in zip((np.float32, np.float64), _column_split(m, n_items)):
             cols = np.nonzero(cols_mask)[0]
             if cols.size == 0:
                 continue
-            st = stacks[(dt, sparse)]
-            # Dense parts are (matrix, columns): copied once, column by column, into the stack.
-            part = sp.csc_matrix(m)[:, cols] if sparse else (np.asarray(m), cols)
-            st.parts.append(part)
+            st = stacks[(dt, True)]
+            st.parts.append((sp.csr_matrix(m), None if cols.size == m.shape[1] else cols))
             layout[name].append((st, cols, np.arange(st.width, st.width + cols.size)))
             st.width += cols.size
     active = [st for st in stacks.values() if st.width]
     for st in active:
         if st.sparse:
-            full = sp.hstack(st.parts, format="csr").astype(st.dtype)
             # Row chunks, transposed once (labels x items CSR): the product per block is then
             # one pass over the chunk's nonzeros, each a contiguous row of `block` weights.
-            st.chunks = [full[i0 : i0 + chunk].T.tocsr() for i0 in range(0, n_items, chunk)]
+            # Built chunk by chunk from the figures' own matrices (a whole stacked copy, then
+            # its cast, were ~100 MB at 1M items).
+            st.chunks = [_sparse_chunk(st.parts, i0, i0 + chunk, st.dtype) for i0 in range(0, n_items, chunk)]
+            st.parts = []
         else:
-            # Filled in place: stacking copies then casting held three copies of every dense
-            # contribution at once (~900 MB at 1M items, bench/scale.py).
-            st.matrix = np.empty((n_items, st.width), dtype=st.dtype)
-            at = 0
-            for m, cols in st.parts:
-                for c in cols.tolist():
-                    st.matrix[:, at] = m[:, c]
-                    at += 1
-        st.parts = []
+            # Columns stay where they are (no (items x columns) copy: ~300 MB of float64 at
+            # 1M items, bench/scale.py); each chunk of rows is cast into one small buffer.
+            st.buffer = np.empty((st.width, min(chunk, n_items)), dtype=st.dtype)
     dtypes = {st.dtype for st in active}
 
     start = 0
@@ -863,7 +938,10 @@ def bootstrap_figures(
                 if st.sparse:
                     acc[id(st)] += st.chunks[ci] @ wt
                 else:
-                    acc[id(st)] += st.matrix[i0 : i0 + chunk].T @ wt
+                    buf = st.buffer[:, : wt.shape[0]]
+                    for j, col in enumerate(st.columns):
+                        buf[j] = col[i0 : i0 + chunk]
+                    acc[id(st)] += buf @ wt
         for name in names:
             k = figures[name].shape[1]
             sums = np.zeros((rows, k))

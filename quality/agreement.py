@@ -42,12 +42,13 @@ import json
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 
+from lib.memory import release_free_memory
 from metrics.resample import (
     Contributions,
     Estimate,
@@ -153,6 +154,15 @@ class Unit:
     completed_at: datetime | None = None
 
 
+#: A unit's completion time as int64 microseconds since EPOCH (UnitTable): none.
+NO_TIME = np.iinfo(np.int64).min
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def datetimes_of_micros(micros: np.ndarray) -> list[datetime | None]:
+    return [None if us == NO_TIME else EPOCH + timedelta(microseconds=us) for us in micros.tolist()]
+
+
 @dataclass(frozen=True)
 class Column:
     """One field's stored values in every record of a :class:`UnitTable`: ``codes[i, s]``
@@ -171,15 +181,27 @@ class UnitTable:
     one :class:`Column` per field, built on first use by ``columns(name)``
     (quality.reports reads them straight from the database; :meth:`from_units` from units)."""
 
-    def __init__(self, item_ids, annotators, counts, completed_at: list, columns: Callable[[str], Column]):
+    def __init__(self, item_ids, annotators, counts, completed_at: list | np.ndarray, columns: Callable[[str], Column]):
         self.item_ids = np.asarray(item_ids, dtype=np.int64)
         self.counts = np.asarray(counts, dtype=np.intp)
         self.annotators = np.asarray(annotators, dtype=np.int64)
         if self.annotators.ndim != 2 or self.annotators.shape[0] != self.item_ids.size:
             raise ValueError("annotators must be an (items, slots) array")
-        self.completed_at = list(completed_at)
+        # A list of datetimes (None: undated), or int64 microseconds since the epoch (NO_TIME:
+        # undated) turned into that list on first use: a release's agreement.json never reads
+        # them, and 1M datetime objects were ~56 MB (bench/scale.py).
+        if isinstance(completed_at, np.ndarray):
+            self._completed, self._completed_us = None, np.asarray(completed_at, dtype=np.int64)
+        else:
+            self._completed, self._completed_us = list(completed_at), None
         self._build = columns
         self._columns: dict[str, Column] = {}
+
+    @property
+    def completed_at(self) -> list:
+        if self._completed is None:
+            self._completed, self._completed_us = datetimes_of_micros(self._completed_us), None
+        return self._completed
 
     def __len__(self) -> int:
         return int(self.item_ids.size)
@@ -196,10 +218,16 @@ class UnitTable:
         return self._columns[name]
 
     def release(self) -> None:
-        """Let go of the columns and completion times (the counts and ids stay): a caller done
-        with them frees their decoded values before a bootstrap (a release's agreement.json at
-        1M items: every box list of every annotation)."""
-        self._build, self._columns, self.completed_at = None, {}, []
+        """Let go of the columns, annotators and completion times (the counts and ids stay): a
+        caller done with them frees them before a bootstrap (a release's agreement.json)."""
+        self._build, self._columns, self._completed, self._completed_us = None, {}, [], None
+        self.annotators = np.zeros((len(self), 0), dtype=np.int64)  # and the width: nothing is read again
+
+    def drop(self, name: str) -> None:
+        """Let go of one built column (a caller done with that field: agreement_figures frees
+        each field's codes once its figures are computed). Building it again needs a table
+        whose columns can be rebuilt (UnitTable.from_units; quality.reports builds each once)."""
+        self._columns.pop(name, None)
 
     def take(self, keep) -> UnitTable:
         """The units where the boolean array ``keep`` is true (their columns on first use)."""
@@ -211,7 +239,10 @@ class UnitTable:
             whole = self.column(name)
             return Column(whole.codes[keep], whole.raw)
 
-        completed = [c for c, k in zip(self.completed_at, keep.tolist(), strict=True) if k]
+        if self._completed_us is not None:
+            completed = self._completed_us[keep]
+        else:
+            completed = [c for c, k in zip(self._completed, keep.tolist(), strict=True) if k]
         return UnitTable(self.item_ids[keep], self.annotators[keep], self.counts[keep], completed, column)
 
     @classmethod
@@ -338,7 +369,8 @@ def _pair_means(
     right = np.concatenate([codes[v, s] for (_, s), v in zip(pairs, valid)]) if pairs else np.zeros(0, np.intp)
     if not left.size:
         return [np.zeros(m) for _ in range(1 + len(thresholds))]
-    keys, inverse = np.unique(left * len(values) + right, return_inverse=True)
+    # int64: codes may be int32 (quality.reports), and the product of two codes need not fit.
+    keys, inverse = np.unique(left.astype(np.int64) * len(values) + right, return_inverse=True)
     a = [values[k] for k in (keys // len(values)).tolist()]
     b = [values[k] for k in (keys % len(values)).tolist()]
     scores = np.asarray(plan.ftype.pair_scores(plan.spec, a, b, lexicon=lexicon), dtype=np.float64)[inverse]
@@ -483,6 +515,20 @@ def figure(
     }
 
 
+def _last_use(schema, plans: list[FieldPlan]) -> dict[str, int]:
+    """Per field name: the index of the last plan whose figures read its column (the field
+    itself, or a field in the chain of visible_if conditions of that plan)."""
+    out: dict[str, int] = {}
+    for i, plan in enumerate(plans):
+        spec = plan.spec
+        out[plan.name] = i
+        while spec.get("visible_if") is not None:
+            name = spec["visible_if"]["field"]
+            out[name] = i
+            spec = schema.by_name[name]
+    return out
+
+
 def agreement_figures(
     schema,
     units: list[Unit] | UnitTable,
@@ -501,14 +547,19 @@ def agreement_figures(
     table = as_table(units)
     pending = []
     visibility: dict = {}
+    last_use = _last_use(schema, plans) if release_table else {}
     for i, plan in enumerate(plans):
         pending.append(_field(schema, plan, table, scope, lexicon, visibility))
+        for name in [n for n, at in last_use.items() if at == i]:
+            table.drop(name)  # no later field reads it (its own figures, or as a condition)
+        release_free_memory()  # each field's transient arrays (a ratings table, a one-hot matrix)
         if progress:
             progress(i + 1, len(plans) + 1)
     contributions = {(p.plan.name, key): c for p in pending for key, _, c, _ in p.figures}
     if release_table:
         table.release()
     estimates = bootstrap_figures(contributions, n=resamples, seed=seed, level=LEVEL) if with_ci else {}
+    release_free_memory()
     if progress:
         progress(len(plans) + 1, len(plans) + 1)
     results = []

@@ -10,8 +10,6 @@ files alone.
 
 from __future__ import annotations
 
-import numpy as np
-
 from adjudication.services import lexicon_current
 from exports.selectors import SplitPlan
 from projects.models import Project
@@ -22,11 +20,9 @@ from quality.reports import DEFAULT_FILTERS, report_table_all_fields
 def release_agreement(*, project: Project, plan: SplitPlan) -> dict:
     schema = project.get_schema()
     lexicon_version, lexicon = lexicon_current(project=project)
-    # Columns, not per-record dicts (quality.reports.report_table): the units of every item,
-    # then those of released items only.
-    table = report_table_all_fields(project=project)
-    units = table.take(np.isin(table.item_ids, plan.released_ids))
-    del table  # units' columns are read from it once each; released below, before the bootstrap
+    # Columns, not per-record dicts (quality.reports.report_table), of released items only;
+    # each field's column is let go once its figures are computed, the rest before the bootstrap.
+    units = report_table_all_fields(project=project, only_items=plan.released_ids)
     scope = DEFAULT_FILTERS["scope"]
     max_slots = agreement.slot_count(units)
     results = agreement.agreement_figures(schema, units, lexicon=lexicon, scope=scope, release_table=True)

@@ -39,6 +39,7 @@ from exports.writers import (
     write_text,
 )
 from lib.gcpause import gc_paused
+from lib.memory import release_free_memory
 from metrics import evaluation as offline_evaluation
 from projects.evaluation import evaluation_plan
 from projects.models import Project
@@ -77,11 +78,17 @@ def _tables(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, 
     released items: (annotations result, candidates result, agreement dict)."""
     n = int(plan.released.sum())
     tick = tick or _Ticker(lambda *_: None, total=3 * n + 1)  # a forked part: the parent reports
+    # The agreement figures first: forked, their peak then meets the records' streaming, not
+    # the records' Parquet close (which holds every row group's metadata), bench/scale.py.
+    tick("agreement figures", n, force=True)
+    agreement = release_agreement(project=project, plan=plan)
+    release_free_memory()  # each part's free heap pages, before the next part's peak
     tick("annotations", n, force=True)
     annotations = _write_annotations(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, offset=n)
+    release_free_memory()
     tick("candidates", 2 * n, force=True)
     candidates = _write_candidates(project=project, plan=plan, dest=dest, tick=tick, offset=2 * n)
-    return annotations, candidates, release_agreement(project=project, plan=plan)
+    return annotations, candidates, agreement
 
 
 @gc_paused()
@@ -103,6 +110,7 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     part = Forked(_tables, project=project, plan=plan, dest=dest, pseudonyms=pseudonyms) if fork_possible() else None
     try:
         rec = _write_records(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, card=card)
+        release_free_memory()
         if part is not None:
             phase = "annotations, candidates and agreement"
             tick(phase, n, force=True)

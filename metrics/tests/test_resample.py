@@ -473,3 +473,46 @@ def test_ratings_from_codes_equal_from_items(holes: bool) -> None:
         rs.Ratings.from_codes(np.array([[4, 4]]), np.array([[0, 1]]), ["x", "y"])
     with pytest.raises(TypeError):
         rs.LabelRatings.from_codes(np.zeros((1, 1), dtype=int), np.zeros((1, 1), dtype=int), [{"a"}], "ab")
+
+
+def test_columns_are_the_matrix_read_in_place() -> None:
+    """Dense contributions given as columns (bool masks, uint8 hits, float64 scores; one mask
+    shared by several figures) give the figures of the same contributions as a float64 matrix,
+    per resample, over chunks, blocks and both precisions; columns are never copied."""
+    rng = np.random.default_rng(21)
+    n = 2500
+    mask = rng.random(n) < 0.7
+    x = np.round(rng.random(n), 3)
+    hits = (rng.random(n) < 0.4).astype(float)
+    figs = {
+        "mean": rs.mean_contributions(x, mask),
+        "share": rs.mean_contributions(hits, mask),
+        "hit": rs.share_contributions(x, 0.5, mask),
+    }
+    assert figs["share"].columns[0].dtype == np.uint8 and figs["mean"].columns[0].dtype == np.float64
+    assert all(f.columns[1] is mask for f in figs.values())  # the caller's mask, shared
+    dense = {k: rs.Contributions(f.matrix, f.statistic, f.n_items) for k, f in figs.items()}
+    assert all(isinstance(d.matrix, np.ndarray) and d.matrix.dtype == np.float64 for d in dense.values())
+    for kwargs in ({}, {"block": 3, "chunk": 257}, {"block": 5, "chunk": 5000}):
+        got = rs.bootstrap_figures(figs, n=25, seed=4, **kwargs)
+        want = rs.bootstrap_figures(dense, n=25, seed=4, **kwargs)
+        for k in figs:
+            np.testing.assert_allclose(got[k].resampled, want[k].resampled, rtol=0, atol=1e-13)
+            assert got[k].value == pytest.approx(want[k].value, abs=1e-15)
+    w = rng.integers(0, 3, n).astype(float)
+    for k, f in figs.items():
+        np.testing.assert_allclose(f.sums(w), dense[k].sums(w), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(f.sums(), dense[k].sums(), rtol=1e-15, atol=0)  # summation order
+    with pytest.raises(ValueError, match="either"):
+        rs.Contributions(np.zeros((3, 1)), rs.ratio_from_sums, 3, columns=[np.zeros(3)])
+    with pytest.raises(ValueError, match="one length"):
+        rs.Contributions(None, rs.ratio_from_sums, 3, columns=[np.zeros(3), np.zeros(4)])
+    # A column the figure's recompute reads: the share of hits over the mask, checked exactly.
+    check_against_recompute(
+        figs["hit"],
+        lambda i: float(np.mean((x[i] >= 0.5)[mask[i]])) if mask[i].any() else float("nan"),
+        n,
+        resamples=30,
+        block=4,
+        chunk=600,
+    )

@@ -104,6 +104,14 @@ def test_report_table_equals_report_units(hostile):
     assert len(set(sizes)) >= 4  # the filters do filter
     with pytest.raises(KeyError):
         reports.report_table(project=project, fields=names[:1]).column(names[-1])
+    # only_items (a release's released items): the units of those items, as if filtered after.
+    keep = [u.item_id for u in units][::3] + [10**9]  # and an id no unit has
+    expected = _as_lists(agreement.UnitTable.from_units([u for u in units if u.item_id in keep]), names)
+    for in_sql in reads:
+        table = reports.report_table(project=project, fields=names, in_sql=in_sql, only_items=np.array(keep))
+        assert _as_lists(table, names) == expected, in_sql
+        with pytest.raises(KeyError, match="built already"):
+            table._build(names[0])  # each column is built once: its per-record codes are let go
 
 
 def test_the_report_is_the_same_on_either_read(hostile, monkeypatch):
