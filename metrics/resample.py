@@ -592,8 +592,18 @@ def share_contributions(
 
 
 def _one_hot(rows: np.ndarray, cols: np.ndarray, n: int, k: int, values: np.ndarray | None = None) -> sp.csr_matrix:
-    data = np.ones(rows.size) if values is None else values
-    return sp.csr_matrix((data, (rows, cols)), shape=(n, k))
+    """CSR with ``values`` (default 1) at ``(rows[j], cols[j])``, built straight from the
+    pairs by a stable sort on the row (none when the rows are in order, as for two raters):
+    scipy's (data, (row, col)) form went through a COO copy and a duplicate sum, ~100 MB at
+    1M items (bench/scale.py). Each (row, col) pair occurs once here."""
+    data = np.ones(rows.size) if values is None else np.asarray(values, dtype=np.float64)
+    index = np.int32 if max(n, k, rows.size) < np.iinfo(np.int32).max else np.int64
+    if rows.size > 1 and not (rows[1:] >= rows[:-1]).all():
+        order = np.argsort(rows, kind="stable")
+        rows, cols, data = rows[order], cols[order], data[order]
+    indptr = np.zeros(n + 1, dtype=index)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return sp.csr_matrix((data, cols.astype(index), indptr), shape=(n, k))
 
 
 def kappa_contributions(
@@ -648,12 +658,16 @@ def pairwise_kappa_contributions(ratings: Ratings, subset: Sequence[bool] | np.n
     parts = list(_slot_pairs(ratings.raters, mask))
     pair_of, unique = _pair_index(parts, len(ratings.rater_ids))
     rows, cols = [], []
-    for (items, _lo, _hi, s_lo, s_hi), pidx in zip(parts, pair_of):
+    while parts:  # each part let go once its cells are computed
+        items, _lo, _hi, s_lo, s_hi = parts.pop(0)
+        pidx = pair_of.pop(0)
         cell = ratings.codes[items, s_lo] * k + ratings.codes[items, s_hi]
         rows.append(items)
         cols.append(pidx * (k * k) + cell)
-    rows_a = np.concatenate(rows) if rows else np.zeros(0, dtype=np.intp)
-    cols_a = np.concatenate(cols) if cols else np.zeros(0, dtype=np.intp)
+        del items, _lo, _hi, s_lo, s_hi, pidx, cell
+    rows_a = np.concatenate(rows) if len(rows) > 1 else rows[0] if rows else np.zeros(0, dtype=np.intp)
+    cols_a = np.concatenate(cols) if len(cols) > 1 else cols[0] if cols else np.zeros(0, dtype=np.intp)
+    del rows, cols
     p = int(unique.size)
     matrix = _one_hot(rows_a, cols_a, n, max(p, 1) * k * k)
     stat = partial(mean_pairwise_kappa_from_sums, n_pairs=max(p, 1), n_categories=k)

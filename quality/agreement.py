@@ -446,6 +446,8 @@ def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache
     a = plan.agreement
     shares = a.shares if a.family == CONTINUOUS else ()
     means = _pair_means(plan, column.codes[idx, :width], table.counts[idx], values, lexicon, shares)
+    # Each step's temporaries (at 1M items tens of MB) go back to the OS before the next one's.
+    release_free_memory()
     item_scores = means[0]
     scores_all = np.zeros(len(table))
     scores_all[idx] = item_scores
@@ -453,6 +455,7 @@ def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache
     extra: dict = {}
     if a.family == CATEGORICAL:
         ratings = _ratings(table, column, values, mask, width)
+        release_free_memory()
         label = "Cohen's κ" if width <= 2 else "mean Cohen's κ over annotator pairs"
         figures.append(("kappa", label, pairwise_kappa_contributions(ratings, mask), True))
         if width > 2:
@@ -460,6 +463,7 @@ def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache
         figures.append(("agreement", "observed agreement", mean_contributions(scores_all, mask), False))
     elif a.family == MULTILABEL:
         ratings = _ratings(table, column, values, mask, width, labels=list(plan.choices))
+        release_free_memory()
         macro = pairwise_label_kappa_contributions(ratings, mask)
         figures.append(("kappa", "per-label κ, macro over labels and annotator pairs", macro, True))
         if width > 2:
