@@ -170,6 +170,25 @@ every tenth sample, sizes as PSS; 116 -> 104 s in back-to-back runs.
 
 Same day, agreement report (meme3w) at 1M: 33.5 s wall / 30.2 CPU / 5.9 PG, RSS+ 748 MB (was
 1,095); split plan 6.9 s; full near-duplicate scan (forced) 10.8 s.
+
+2026-12-02 afternoon, same 1M project, quiet machine; the release's sampler now also prints
+where its peak is (this process vs its children; BENCH_RSS_TIMELINE=path writes every sample):
+
+    release build, end to end        wall s  CPU s  PG CPU s  RSS+ MB  peak: when, parent / children
+    start of the session (e680cf2)     109.6   169.0    25.5       921
+    agreement.json compact (1b0dfe9)   101.9   156.7    22.9       515  20 s, +23 / 492 (agreement)
+    + one-hot as CSR (a4b6f71)          94.2   145.7    21.5       442  18 s, +25 / 417 (agreement)
+
+What changed in agreement.json (one process, RSS growth at its peak: 687 -> ~237 MB): it reads
+the released items only (report_table(only_items=...), no filtered copy of every column), codes
+as int32, each field's column let go after its figures, completion times int64 until read;
+dense contributions are columns the bootstrap reads in place (a field's mask once, 0/1 as
+uint8, no float64 stack), the sparse stack is built chunk by chunk, one-hot matrices straight
+as CSR; free heap pages go back to the OS between steps (lib.memory). The forked part computes
+it first, while the parent streams records (+25 MB), not during their Parquet close (+210).
+What is left of the 300 MB goal: the child at its peak holds ~+256 MB (the fields' live arrays
+~125, the read of 2M annotations or one field's temporaries ~100, copy-on-write), and the
+parent keeps the plan's arrays (~100 MB shared by both).
 """
 
 from __future__ import annotations
