@@ -28,6 +28,9 @@ import pyarrow.parquet as pq
 from projects.fieldtypes import REGISTRY
 
 JSONL_FLUSH_LINES = 2000
+#: ... or this many bytes, whichever first (a release's records are ~7 KB each: 2,000 of them in
+#: each of two files were ~28 MB of the build's memory, bench/scale.py).
+JSONL_FLUSH_BYTES = 1 << 20
 PARQUET_BATCH_ROWS = 25_000  # rows per row group
 PARQUET_CONVERT_ROWS = 5_000  # rows held as Python objects before conversion to Arrow
 # Fixed Parquet settings: same bytes for the same rows (pyarrow writes no timestamp; its
@@ -206,10 +209,11 @@ def write_text(path: Path, text: str) -> FileDigest:
 class JsonlWriter:
     """One canonical JSON object per line, written in batches of lines."""
 
-    def __init__(self, path: Path, flush_lines: int = JSONL_FLUSH_LINES):
+    def __init__(self, path: Path, flush_lines: int = JSONL_FLUSH_LINES, flush_bytes: int = JSONL_FLUSH_BYTES):
         self._out = HashingFile(path)
         self._lines: list[bytes] = []
-        self._flush_lines = flush_lines
+        self._flush_lines, self._flush_bytes = flush_lines, flush_bytes
+        self._pending = 0
         self.count = 0
 
     def write(self, record: dict) -> bytes:
@@ -222,13 +226,14 @@ class JsonlWriter:
         """Write a line already encoded by ``write`` (a record in the whole file and its split's)."""
         self._lines.append(line)
         self.count += 1
-        if len(self._lines) >= self._flush_lines:
+        self._pending += len(line)
+        if len(self._lines) >= self._flush_lines or self._pending >= self._flush_bytes:
             self._flush()
 
     def _flush(self) -> None:
         if self._lines:
             self._out.write(b"\n".join(self._lines) + b"\n")
-            self._lines = []
+            self._lines, self._pending = [], 0
 
     def close(self) -> FileDigest:
         self._flush()

@@ -68,6 +68,7 @@ __all__ = [
     "LabelRatings",
     "bootstrap_figures",
     "resample_counts",
+    "unique_inverse",
     "pair_ids",
     "mean_contributions",
     "share_contributions",
@@ -259,12 +260,14 @@ class Ratings:
         come in first-seen order (items, then slots), raters sorted, each item's rated slots
         first, as in :meth:`from_items`. Raises ``ValueError`` if one annotator rates an item
         twice."""
-        raters, codes = _compact_slots(np.asarray(raters, dtype=np.int64), np.asarray(codes, dtype=np.intp))
+        # Integer inputs keep their width (quality.reports' codes are int32); outputs are int32
+        # (rater and category indices): at 1M items each int64 copy was 16 MB (bench/scale.py).
+        raters, codes = _compact_slots(_integers(raters, np.int64), _integers(codes, np.intp))
         present = raters >= 0
         rater_ids, rcodes = _sorted_ids(raters, present)
         flat = codes[present]  # row-major: items, then slots (the order from_items sees)
         category_of, categories = _first_seen_categories(flat, values)
-        out = np.full(codes.shape, -1, dtype=np.intp)
+        out = np.full(codes.shape, -1, dtype=np.int32)
         out[present] = category_of[flat]
         return cls(rcodes, out, rater_ids, tuple(categories))
 
@@ -399,10 +402,16 @@ def _compact_slots(raters: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, n
     return raters[:, :width], codes[:, :width]
 
 
+def _integers(values, dtype) -> np.ndarray:
+    """``values`` as an integer array: as it is when it already is one, else as ``dtype``."""
+    arr = np.asarray(values)
+    return arr if arr.dtype.kind in "iu" else arr.astype(dtype)
+
+
 def _sorted_ids(raters: np.ndarray, present: np.ndarray) -> tuple[tuple[int, ...], np.ndarray]:
     """Sorted distinct rater ids (Python ints) and the rater matrix as indices into them."""
     ids = np.unique(raters[present])
-    out = np.full(raters.shape, -1, dtype=np.intp)
+    out = np.full(raters.shape, -1, dtype=np.int32)
     out[present] = np.searchsorted(ids, raters[present])
     return tuple(ids.tolist()), out
 
@@ -625,20 +634,38 @@ def kappa_contributions(
 
 def _slot_pairs(raters: np.ndarray, mask: np.ndarray):
     """Per slot pair: (items, low rater, high rater, slot of low, slot of high)."""
+    slot = np.int8 if raters.shape[1] <= np.iinfo(np.int8).max else np.int64
     for s, t in combinations(range(raters.shape[1]), 2):
         ok = mask & (raters[:, s] >= 0) & (raters[:, t] >= 0)
         items = np.nonzero(ok)[0]
         rs, rt = raters[items, s], raters[items, t]
         swap = rs > rt
-        yield items, np.where(swap, rt, rs), np.where(swap, rs, rt), np.where(swap, t, s), np.where(swap, s, t)
+        s8, t8 = slot(s), slot(t)  # slot numbers: one byte per item, not eight
+        yield items, np.where(swap, rt, rs), np.where(swap, rs, rt), np.where(swap, t8, s8), np.where(swap, s8, t8)
+
+
+def unique_inverse(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` for non-negative integer keys below ``bound``:
+    by a lookup table when ``bound`` is small next to the number of keys (no sort of every
+    key: annotator pairs, pairs of a field's few values), else by ``np.unique``."""
+    keys = np.asarray(keys)
+    if bound <= max(1 << 16, 4 * keys.size):
+        seen = np.zeros(bound, dtype=bool)
+        seen[keys] = True
+        unique = np.flatnonzero(seen)
+        lookup = np.zeros(bound, dtype=np.intp)
+        lookup[unique] = np.arange(unique.size)
+        return unique.astype(keys.dtype, copy=False), lookup[keys]
+    return np.unique(keys, return_inverse=True)
 
 
 def _pair_index(parts: list, n_raters: int) -> tuple[list[np.ndarray], np.ndarray]:
     keys = [lo.astype(np.int64) * n_raters + hi for _, lo, hi, _, _ in parts]
-    allkeys = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
-    unique, inverse = np.unique(allkeys, return_inverse=True)
     bounds = np.cumsum([0] + [k.size for k in keys])
-    return [inverse[bounds[j] : bounds[j + 1]] for j in range(len(keys))], unique
+    allkeys = (np.concatenate(keys) if len(keys) > 1 else keys[0]) if keys else np.zeros(0, dtype=np.int64)
+    del keys
+    unique, inverse = unique_inverse(allkeys, n_raters * n_raters)
+    return [inverse[bounds[j] : bounds[j + 1]] for j in range(len(bounds) - 1)], unique
 
 
 def pairwise_kappa_contributions(ratings: Ratings, subset: Sequence[bool] | np.ndarray | None = None) -> Contributions:
@@ -661,7 +688,7 @@ def pairwise_kappa_contributions(ratings: Ratings, subset: Sequence[bool] | np.n
     while parts:  # each part let go once its cells are computed
         items, _lo, _hi, s_lo, s_hi = parts.pop(0)
         pidx = pair_of.pop(0)
-        cell = ratings.codes[items, s_lo] * k + ratings.codes[items, s_hi]
+        cell = ratings.codes[items, s_lo].astype(np.int64) * k + ratings.codes[items, s_hi]
         rows.append(items)
         cols.append(pidx * (k * k) + cell)
         del items, _lo, _hi, s_lo, s_hi, pidx, cell

@@ -61,6 +61,7 @@ from metrics.resample import (
     pairwise_kappa_contributions,
     pairwise_label_kappa_contributions,
     per_label_kappas,
+    unique_inverse,
 )
 from projects.fieldtypes import CATEGORICAL, CONTINUOUS, MULTILABEL, Agreement, FieldType
 
@@ -370,7 +371,7 @@ def _pair_means(
     if not left.size:
         return [np.zeros(m) for _ in range(1 + len(thresholds))]
     # int64: codes may be int32 (quality.reports), and the product of two codes need not fit.
-    keys, inverse = np.unique(left.astype(np.int64) * len(values) + right, return_inverse=True)
+    keys, inverse = unique_inverse(left.astype(np.int64) * len(values) + right, len(values) * len(values))
     a = [values[k] for k in (keys // len(values)).tolist()]
     b = [values[k] for k in (keys % len(values)).tolist()]
     scores = np.asarray(plan.ftype.pair_scores(plan.spec, a, b, lexicon=lexicon), dtype=np.float64)[inverse]

@@ -107,6 +107,7 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     # The records and the rest (annotations, candidates, agreement figures) read and write
     # disjoint things: on PostgreSQL, outside a transaction, the rest runs in a forked process
     # on the other core (core.forked; bench/scale.py), else after the records, in this one.
+    release_free_memory()  # the split plan's temporaries: the forked part would share them
     part = Forked(_tables, project=project, plan=plan, dest=dest, pseudonyms=pseudonyms) if fork_possible() else None
     try:
         rec = _write_records(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, card=card)

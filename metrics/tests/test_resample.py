@@ -516,3 +516,13 @@ def test_columns_are_the_matrix_read_in_place() -> None:
         block=4,
         chunk=600,
     )
+
+
+@pytest.mark.parametrize("bound", [1, 7, 5000, 1 << 20, 1 << 40])
+def test_unique_inverse_is_numpy_unique(bound: int) -> None:
+    rng = np.random.default_rng(bound % 97)
+    for size in (0, 1, 3, 2000):
+        keys = rng.integers(0, bound, size).astype(np.int64)
+        got, inv = rs.unique_inverse(keys, bound)
+        want, want_inv = np.unique(keys, return_inverse=True)
+        assert got.dtype == want.dtype and np.array_equal(got, want) and np.array_equal(inv, want_inv)
