@@ -61,6 +61,7 @@ from metrics.resample import (
     pairwise_kappa_contributions,
     pairwise_label_kappa_contributions,
     per_label_kappas,
+    two_rater_kappa_contributions,
     unique_inverse,
 )
 from projects.fieldtypes import CATEGORICAL, CONTINUOUS, MULTILABEL, Agreement, FieldType
@@ -365,9 +366,13 @@ def _pair_means(
     item the pairs are added in the order of ``combinations`` (the per-item sum of before)."""
     m = codes.shape[0]
     pairs = [(r, s) for r, s in combinations(range(codes.shape[1]), 2)]
-    valid = [np.nonzero(counts > s)[0] for _, s in pairs]
-    left = np.concatenate([codes[v, r] for (r, _), v in zip(pairs, valid)]) if pairs else np.zeros(0, np.intp)
-    right = np.concatenate([codes[v, s] for (_, s), v in zip(pairs, valid)]) if pairs else np.zeros(0, np.intp)
+    two = codes.shape[1] == 2 and bool((counts == 2).all())
+    valid = [np.arange(m)] if two else [np.nonzero(counts > s)[0] for _, s in pairs]
+    if two:  # every item has its two records: the slots themselves, no gathered copies
+        left, right = codes[:, 0], codes[:, 1]
+    else:
+        left = np.concatenate([codes[v, r] for (r, _), v in zip(pairs, valid)]) if pairs else np.zeros(0, np.intp)
+        right = np.concatenate([codes[v, s] for (_, s), v in zip(pairs, valid)]) if pairs else np.zeros(0, np.intp)
     if not left.size:
         return [np.zeros(m) for _ in range(1 + len(thresholds))]
     # int64: codes may be int32 (quality.reports), and the product of two codes need not fit.
@@ -455,11 +460,18 @@ def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache
     figures: list[tuple[str, str, Contributions, bool]] = []
     extra: dict = {}
     if a.family == CATEGORICAL:
-        ratings = _ratings(table, column, values, mask, width)
-        release_free_memory()
-        label = "Cohen's κ" if width <= 2 else "mean Cohen's κ over annotator pairs"
-        figures.append(("kappa", label, pairwise_kappa_contributions(ratings, mask), True))
-        if width > 2:
+        if width <= 2:
+            # Two slots are the two raters: the kappa straight from the codes (no Ratings).
+            codes = column.codes
+            first, second = (
+                codes[:, s] if codes.shape[1] > s else np.full(len(codes), -1, dtype=codes.dtype) for s in (0, 1)
+            )
+            figures.append(("kappa", "Cohen's κ", two_rater_kappa_contributions(first, second, values, mask), True))
+        else:
+            ratings = _ratings(table, column, values, mask, width)
+            release_free_memory()
+            label = "mean Cohen's κ over annotator pairs"
+            figures.append(("kappa", label, pairwise_kappa_contributions(ratings, mask), True))
             figures.append(("alpha", "Krippendorff's α (nominal)", alpha_contributions(ratings, mask), False))
         figures.append(("agreement", "observed agreement", mean_contributions(scores_all, mask), False))
     elif a.family == MULTILABEL:

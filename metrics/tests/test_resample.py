@@ -526,3 +526,26 @@ def test_unique_inverse_is_numpy_unique(bound: int) -> None:
         got, inv = rs.unique_inverse(keys, bound)
         want, want_inv = np.unique(keys, return_inverse=True)
         assert got.dtype == want.dtype and np.array_equal(got, want) and np.array_equal(inv, want_inv)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_two_rater_kappa_from_codes_is_the_pairwise_kappa(seed: int) -> None:
+    """The two-slot shortcut (quality.agreement, no Ratings) gives the figure of
+    pairwise_kappa_contributions over Ratings.from_codes: point and every resample, with
+    empty slots, a subset, equal values under two codes (one category) and None a category."""
+    rng = np.random.default_rng(seed)
+    n = 3000
+    values = ["a", "b", None, "a", "c"]  # codes 0 and 3 are one category
+    codes = rng.integers(0, len(values), (n, 2))
+    codes[rng.random((n, 2)) < 0.05] = -1
+    subset = rng.random(n) < 0.8
+    slots = np.where(codes >= 0, np.arange(2)[None, :], -1)
+    ref = rs.pairwise_kappa_contributions(rs.Ratings.from_codes(slots, codes, values), subset)
+    got = rs.two_rater_kappa_contributions(codes[:, 0], codes[:, 1], values, subset)
+    assert got.n_items == ref.n_items
+    a = rs.bootstrap_figures({"k": got}, n=40, seed=3, block=7, chunk=500)["k"]
+    b = rs.bootstrap_figures({"k": ref}, n=40, seed=3, block=7, chunk=500)["k"]
+    assert a.value == pytest.approx(b.value, abs=1e-12)
+    np.testing.assert_allclose(a.resampled, b.resampled, rtol=0, atol=1e-12)
+    none = rs.two_rater_kappa_contributions(np.full(5, -1), np.full(5, -1), values)
+    assert none.n_items == 0 and none.point() is None
