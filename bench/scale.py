@@ -178,6 +178,12 @@ where its peak is (this process vs its children; BENCH_RSS_TIMELINE=path writes 
     start of the session (e680cf2)     109.6   169.0    25.5       921
     agreement.json compact (1b0dfe9)   101.9   156.7    22.9       515  20 s, +23 / 492 (agreement)
     + one-hot as CSR (a4b6f71)          94.2   145.7    21.5       442  18 s, +25 / 417 (agreement)
+    + trims, JSONL by bytes (d02a875)  108.9   169.0    25.4       413  22 s, +0 / 413 (agreement)
+    + two-slot kappa (87ef389)         101.8   153.0    24.2       400  23 s, -3 / 402 (bootstrap)
+    (wall times vary by +-15 s between back-to-back runs of the same code on this kind)
+
+Agreement reports at 1M after a4b6f71: meme3w 23.8 s wall / 21.2 CPU / 5.2 PG, RSS+ 465 MB (was
+33.5 s, 748 MB); aha (3 annotators) 41.5 / 41.3 / 6.2, RSS+ 972 MB (was 55.1 s, 1,753 MB).
 
 What changed in agreement.json (one process, RSS growth at its peak: 687 -> ~237 MB): it reads
 the released items only (report_table(only_items=...), no filtered copy of every column), codes
@@ -186,9 +192,10 @@ dense contributions are columns the bootstrap reads in place (a field's mask onc
 uint8, no float64 stack), the sparse stack is built chunk by chunk, one-hot matrices straight
 as CSR; free heap pages go back to the OS between steps (lib.memory). The forked part computes
 it first, while the parent streams records (+25 MB), not during their Parquet close (+210).
-What is left of the 300 MB goal: the child at its peak holds ~+256 MB (the fields' live arrays
-~125, the read of 2M annotations or one field's temporaries ~100, copy-on-write), and the
-parent keeps the plan's arrays (~100 MB shared by both).
+What is left of the 300 MB goal: at the peak the forked child holds ~+270 MB of its own pages
+(smaps: Private_Dirty; ~25 MB of it copy-on-write), during the bootstrap: the figures' live
+contributions and per-field arrays (~125 MB) plus the weight blocks and sparse chunks; the
+parent adds its records streaming (~+80: lines, batches, heap) and the plan it shares (~+55).
 """
 
 from __future__ import annotations
