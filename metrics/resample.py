@@ -884,7 +884,7 @@ def _exact_float32(values: np.ndarray, n_items: int) -> bool:
     if values.dtype == bool:
         return n_items < _EXACT_FLOAT32
     if np.issubdtype(values.dtype, np.integer):
-        vmax = int(np.abs(values.astype(np.int64)).max()) if values.size else 0
+        vmax = max(abs(int(values.min())), int(values.max())) if values.size else 0  # no copy
         return vmax * n_items < _EXACT_FLOAT32
     vmax = float(np.abs(values).max()) if values.size else 0.0
     return bool((values == np.rint(values)).all()) and vmax * n_items < _EXACT_FLOAT32

@@ -367,10 +367,10 @@ def _pair_means(
     m = codes.shape[0]
     pairs = [(r, s) for r, s in combinations(range(codes.shape[1]), 2)]
     two = codes.shape[1] == 2 and bool((counts == 2).all())
-    valid = [np.arange(m)] if two else [np.nonzero(counts > s)[0] for _, s in pairs]
     if two:  # every item has its two records: the slots themselves, no gathered copies
         left, right = codes[:, 0], codes[:, 1]
     else:
+        valid = [np.nonzero(counts > s)[0] for _, s in pairs]
         left = np.concatenate([codes[v, r] for (r, _), v in zip(pairs, valid)]) if pairs else np.zeros(0, np.intp)
         right = np.concatenate([codes[v, s] for (_, s), v in zip(pairs, valid)]) if pairs else np.zeros(0, np.intp)
     if not left.size:
@@ -380,7 +380,7 @@ def _pair_means(
     a = [values[k] for k in (keys // len(values)).tolist()]
     b = [values[k] for k in (keys % len(values)).tolist()]
     scores = np.asarray(plan.ftype.pair_scores(plan.spec, a, b, lexicon=lexicon), dtype=np.float64)[inverse]
-    if (counts == 2).all():  # the common case: one pair per item, its score is the item's
+    if two:  # the common case: one pair per item, its score is the item's
         return [scores, *((scores >= t).astype(np.float64) for t in thresholds)]
     n_pairs = np.bincount(np.concatenate(valid), minlength=m)
     out = []
@@ -463,9 +463,9 @@ def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache
         if width <= 2:
             # Two slots are the two raters: the kappa straight from the codes (no Ratings).
             codes = column.codes
-            first, second = (
-                codes[:, s] if codes.shape[1] > s else np.full(len(codes), -1, dtype=codes.dtype) for s in (0, 1)
-            )
+            none = np.full(len(codes), -1, dtype=codes.dtype)  # a table with fewer slots
+            first = codes[:, 0] if codes.shape[1] > 0 else none
+            second = codes[:, 1] if codes.shape[1] > 1 else none
             figures.append(("kappa", "Cohen's κ", two_rater_kappa_contributions(first, second, values, mask), True))
         else:
             ratings = _ratings(table, column, values, mask, width)
