@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import sys
 
 try:
     _trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
@@ -20,7 +21,12 @@ except (OSError, AttributeError):  # not glibc
 
 
 def release_free_memory() -> bool:
-    """Return free heap pages to the OS; True when the C library can (glibc)."""
+    """Return free heap pages to the OS; True when the C library can (glibc). Arrow's own
+    allocator (mimalloc, where the Parquet writers' buffers live) is asked too, when pyarrow
+    is loaded: it keeps freed pages for reuse."""
+    arrow = sys.modules.get("pyarrow")  # loaded by whoever writes Parquet; never imported here
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
     if _trim is None:
         return False
     _trim(0)

@@ -107,12 +107,16 @@ class Contributions:
     a column of its mean, of each share and of its observed agreement) and which the
     bootstrap reads in place, so the dense contributions of a report are one byte per item
     for a mask or an indicator and eight for a score, never copied into a float64 matrix
-    (``matrix`` still gives that matrix, built on each access). ``statistic`` maps weighted
-    sums ``(R, k)`` to ``(R,)`` values, NaN where undefined. ``n_items`` is the number of
-    items that can contribute (the figure's n: items in the subset with the data it needs).
+    (``matrix`` still gives that matrix, built on each access). With ``rows`` (increasing
+    positions below ``size``) the columns hold only those items' values, every other item
+    of the ``size`` contributing zero: a field scored on a third of the items (Meme3W's
+    target fields) keeps a third of the values, and the bootstrap reads the weights of those
+    items only. ``statistic`` maps weighted sums ``(R, k)`` to ``(R,)`` values, NaN where
+    undefined. ``n_items`` is the number of items that can contribute (the figure's n: items
+    in the subset with the data it needs).
     """
 
-    __slots__ = ("_matrix", "columns", "statistic", "n_items", "name")
+    __slots__ = ("_matrix", "columns", "rows", "size", "statistic", "n_items", "name")
 
     def __init__(
         self,
@@ -122,6 +126,8 @@ class Contributions:
         name: str = "",
         *,
         columns: Sequence[np.ndarray] | None = None,
+        rows: np.ndarray | None = None,
+        size: int | None = None,
     ):
         if (matrix is None) == (columns is None):
             raise ValueError("give either the matrix or its columns")
@@ -129,7 +135,17 @@ class Contributions:
             columns = tuple(np.asarray(c) for c in columns)
             if not columns or any(c.ndim != 1 or c.shape != columns[0].shape for c in columns):
                 raise ValueError("columns must be 1-D arrays of one length")
-        self._matrix, self.columns = matrix, columns
+        if rows is not None:
+            rows = np.asarray(rows)
+            if columns is None or size is None:
+                raise ValueError("rows go with columns and the size of the figure")
+            if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer) or rows.size != columns[0].size:
+                raise ValueError("rows must be integer positions, one per value of each column")
+            if rows.size and (rows[0] < 0 or rows[-1] >= size or bool((rows[1:] <= rows[:-1]).any())):
+                raise ValueError("rows must be increasing positions below size")
+        elif size is not None:
+            raise ValueError("size goes with rows")
+        self._matrix, self.columns, self.rows, self.size = matrix, columns, rows, size
         self.statistic, self.n_items, self.name = statistic, n_items, name
 
     def __repr__(self) -> str:
@@ -139,12 +155,17 @@ class Contributions:
     def matrix(self) -> np.ndarray | sp.spmatrix | sp.sparray:
         if self._matrix is not None:
             return self._matrix
-        return np.column_stack([c.astype(np.float64) for c in self.columns])
+        values = np.column_stack([c.astype(np.float64) for c in self.columns])
+        if self.rows is None:
+            return values
+        out = np.zeros((self.size, values.shape[1]))
+        out[self.rows] = values
+        return out
 
     @property
     def shape(self) -> tuple[int, int]:
         if self.columns is not None:
-            return (int(self.columns[0].size), len(self.columns))
+            return (int(self.columns[0].size if self.rows is None else self.size), len(self.columns))
         return tuple(self._matrix.shape)  # type: ignore[return-value]
 
     def sums(self, weights: np.ndarray | None = None) -> np.ndarray:
@@ -153,6 +174,10 @@ class Contributions:
             if weights is None:
                 return np.array([c.sum(dtype=np.float64) for c in self.columns])
             w = np.asarray(weights, dtype=np.float64)
+            if self.rows is not None:
+                if w.shape != (self.size,):
+                    raise ValueError(f"weights must have one entry per item ({self.size})")
+                w = w[self.rows]
             return np.array([np.dot(c.astype(np.float64), w) for c in self.columns])
         m = self._matrix
         if weights is None:
@@ -564,9 +589,13 @@ def _scores(x: Sequence[float] | np.ndarray, mask: np.ndarray, name: str) -> np.
     return arr
 
 
-def _compact(column: np.ndarray) -> np.ndarray:
+def compact_scores(column: np.ndarray) -> np.ndarray:
     """``column`` as uint8 when it holds only the integers 0..255 (a share's 0/1 hits, two
     raters' observed agreement): an eighth of the memory, the same sums."""
+    if column.dtype == np.uint8:
+        return column
+    if column.dtype == bool:
+        return column.view(np.uint8)
     if column.size and column.min() >= 0 and column.max() <= 255 and (column == np.rint(column)).all():
         return column.astype(np.uint8)
     return column
@@ -585,7 +614,25 @@ def mean_contributions(
     mask = _subset_mask(subset, n)
     x = _scores(scores, mask, "scores")
     return Contributions(
-        None, ratio_from_sums, int(mask.sum()), "mean", columns=(_compact(np.where(mask, x, 0.0)), mask)
+        None, ratio_from_sums, int(mask.sum()), "mean", columns=(compact_scores(np.where(mask, x, 0.0)), mask)
+    )
+
+
+def mean_contributions_at(
+    scores: Sequence[float] | np.ndarray, rows: np.ndarray, size: int, *, ones: np.ndarray | None = None
+) -> Contributions:
+    """:func:`mean_contributions` of the ``size`` items with the subset given as its ``rows``
+    (increasing positions) and ``scores`` one per row (finite): columns ``[x, 1]`` over the
+    rows only (:class:`Contributions` ``rows``), the same figure and bootstrap. ``ones``: the
+    indicator column to use (uint8 ones, one per row), so figures over the same rows share it."""
+    rows = np.asarray(rows)
+    x = _scores(scores, np.ones(rows.shape, dtype=bool), "scores")
+    if ones is None:
+        ones = np.ones(rows.size, dtype=np.uint8)
+    elif ones.shape != rows.shape or (ones.size and not (ones == 1).all()):
+        raise ValueError("ones must be a column of ones, one per row")
+    return Contributions(
+        None, ratio_from_sums, int(rows.size), "mean", columns=(compact_scores(x), ones), rows=rows, size=size
     )
 
 
@@ -606,14 +653,15 @@ def _one_hot(rows: np.ndarray, cols: np.ndarray, n: int, k: int, values: np.ndar
     pairs by a stable sort on the row (none when the rows are in order, as for two raters):
     scipy's (data, (row, col)) form went through a COO copy and a duplicate sum, ~100 MB at
     1M items (bench/scale.py). Each (row, col) pair occurs once here."""
-    data = np.ones(rows.size) if values is None else np.asarray(values, dtype=np.float64)
+    # Ones as uint8 (the bootstrap casts each chunk; sums are exact either way): 8 -> 1 byte each.
+    data = np.ones(rows.size, dtype=np.uint8) if values is None else np.asarray(values, dtype=np.float64)
     index = np.int32 if max(n, k, rows.size) < np.iinfo(np.int32).max else np.int64
     if rows.size > 1 and not (rows[1:] >= rows[:-1]).all():
         order = np.argsort(rows, kind="stable")
         rows, cols, data = rows[order], cols[order], data[order]
     indptr = np.zeros(n + 1, dtype=index)
     np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
-    return sp.csr_matrix((data, cols.astype(index), indptr), shape=(n, k))
+    return sp.csr_matrix((data, cols.astype(index, copy=False), indptr), shape=(n, k))
 
 
 def kappa_contributions(
@@ -716,6 +764,8 @@ def two_rater_kappa_contributions(
     n = a.size
     mask = _subset_mask(subset, n)
     rows = np.flatnonzero(mask & (a >= 0) & (b >= 0))
+    if n < np.iinfo(np.int32).max:
+        rows = rows.astype(np.int32)
     ca, cb = a[rows], b[rows]
     used = np.zeros(len(values) + 1, dtype=bool)
     used[ca], used[cb] = True, True
@@ -724,7 +774,13 @@ def two_rater_kappa_contributions(
     for c in np.flatnonzero(used).tolist():
         category_of[c] = index.setdefault(values[c], len(index))
     k = max(len(index), 1)
-    matrix = _one_hot(rows, category_of[ca] * k + category_of[cb], n, k * k)
+    if k * k < np.iinfo(np.int32).max:  # the cells as int32: half the temporaries
+        category_of = category_of.astype(np.int32)
+    cells = category_of[ca]
+    cells *= k
+    cells += category_of[cb]
+    del ca, cb
+    matrix = _one_hot(rows, cells, n, k * k)
     stat = partial(mean_pairwise_kappa_from_sums, n_pairs=1, n_categories=k)
     return Contributions(matrix, stat, int(rows.size), "mean pairwise kappa")
 
@@ -877,6 +933,10 @@ class _Stack:
     columns: list = field(default_factory=list)
     chunks: list = field(default_factory=list)
     buffer: np.ndarray | None = None
+    #: dense over some items only (Contributions.rows): those positions, and per chunk of
+    #: items the slice of them (and of the columns) that falls in it
+    rows: np.ndarray | None = None
+    bounds: list = field(default_factory=list)
 
 
 def _exact_float32(values: np.ndarray, n_items: int) -> bool:
@@ -893,15 +953,22 @@ def _exact_float32(values: np.ndarray, n_items: int) -> bool:
 def _column_split(matrix, n_items: int) -> tuple[np.ndarray, np.ndarray]:
     """Boolean per column: exact in float32 (integral values, max*n < 2**24)."""
     if sp.issparse(matrix):
-        csc = sp.csc_matrix(matrix)
-        k = csc.shape[1]
+        # On the stored entries and their column indices (CSR or CSC), with no CSC copy
+        # of the matrix (at 1M items the label's kappa matrix and its column indices were ~30 MB).
+        # Duplicate entries are summed first (as the product sums them).
+        m = matrix if matrix.format in ("csr", "csc") else sp.csr_matrix(matrix)
+        if not m.has_canonical_format:
+            m = m.copy()
+            m.sum_duplicates()
+        k = m.shape[1]
+        col = np.repeat(np.arange(k), np.diff(m.indptr)) if m.format == "csc" else m.indices
+        data = m.data
         integral = np.ones(k, dtype=bool)
         vmax = np.zeros(k)
-        col = np.repeat(np.arange(k), np.diff(csc.indptr))
-        bad = csc.data != np.rint(csc.data)
-        integral[np.unique(col[bad])] = False
-        if csc.data.size:
-            np.maximum.at(vmax, col, np.abs(csc.data))
+        if data.size:
+            if not np.issubdtype(data.dtype, np.integer) and data.dtype != bool:
+                integral[np.unique(col[data != np.rint(data)])] = False
+            np.maximum.at(vmax, col, np.abs(data))
         exact = integral & (vmax * n_items < _EXACT_FLOAT32)
     else:
         arr = np.asarray(matrix)
@@ -955,8 +1022,19 @@ def bootstrap_figures(
         return {name: _estimate(points[name], values[name], figures[name].n_items, level) for name in names}
 
     stacks = {(dt, sparse): _Stack(dt, sparse) for dt in (np.float32, np.float64) for sparse in (False, True)}
+    subsets: list[_Stack] = []  # dense columns over some rows: one stack per (rows, dtype)
     layout: dict[str, list] = {name: [] for name in names}  # (stack, figure cols, stack cols)
     shared: dict[int, tuple[_Stack, int]] = {}  # id of a dense column -> (stack, its stack column)
+
+    def subset_stack(rows: np.ndarray, dtype) -> _Stack:
+        # Figures over equal rows (fields under one condition) share a stack and its weights.
+        for st in subsets:
+            if st.dtype is dtype and (st.rows is rows or np.array_equal(st.rows, rows)):
+                return st
+        st = _Stack(dtype, False, rows=rows)
+        subsets.append(st)
+        return st
+
     for name in names:
         fig = figures[name]
         if fig.columns is None and not sp.issparse(fig.matrix):
@@ -964,7 +1042,8 @@ def bootstrap_figures(
         if fig.columns is not None:
             for c, col in enumerate(fig.columns):
                 if id(col) not in shared:
-                    st = stacks[(np.float32 if _exact_float32(col, n_items) else np.float64, False)]
+                    dt = np.float32 if _exact_float32(col, n_items) else np.float64
+                    st = stacks[(dt, False)] if fig.rows is None else subset_stack(fig.rows, dt)
                     st.columns.append(col)
                     shared[id(col)] = (st, st.width)
                     st.width += 1
@@ -980,37 +1059,50 @@ def bootstrap_figures(
             st.parts.append((sp.csr_matrix(m), None if cols.size == m.shape[1] else cols))
             layout[name].append((st, cols, np.arange(st.width, st.width + cols.size)))
             st.width += cols.size
-    active = [st for st in stacks.values() if st.width]
+    active = [st for st in [*stacks.values(), *subsets] if st.width]
+    starts = range(0, n_items, chunk)
     for st in active:
         if st.sparse:
             # Row chunks, transposed once (labels x items CSR): the product per block is then
             # one pass over the chunk's nonzeros, each a contiguous row of `block` weights.
             # Built chunk by chunk from the figures' own matrices (a whole stacked copy, then
             # its cast, were ~100 MB at 1M items).
-            st.chunks = [_sparse_chunk(st.parts, i0, i0 + chunk, st.dtype) for i0 in range(0, n_items, chunk)]
+            st.chunks = [_sparse_chunk(st.parts, i0, i0 + chunk, st.dtype) for i0 in starts]
             st.parts = []
         else:
             # Columns stay where they are (no (items x columns) copy: ~300 MB of float64 at
             # 1M items, bench/scale.py); each chunk of rows is cast into one small buffer.
-            st.buffer = np.empty((st.width, min(chunk, n_items)), dtype=st.dtype)
-    dtypes = {st.dtype for st in active}
+            longest = min(chunk, n_items)
+            if st.rows is not None:
+                cut = np.searchsorted(st.rows, [*starts, n_items])
+                st.bounds = list(zip(cut[:-1].tolist(), cut[1:].tolist()))
+                longest = max((b - a for a, b in st.bounds), default=0)
+            st.buffer = np.empty((st.width, longest), dtype=st.dtype)
+    dtypes = {st.dtype for st in active if st.rows is None}
 
     start = 0
     for counts in resample_counts(n_items, n, seed, block=block):
         rows = counts.shape[0]
         acc = {id(st): np.zeros((st.width, rows)) for st in active}
-        for ci, i0 in enumerate(range(0, n_items, chunk)):
-            block_w = counts[:, i0 : i0 + chunk].T
-            weights = {dt: block_w.astype(dt, order="C") for dt in dtypes}
+        for ci, i0 in enumerate(starts):
+            block_w = counts[:, i0 : i0 + chunk]
+            weights = {dt: block_w.T.astype(dt, order="C") for dt in dtypes}
             for st in active:
-                wt = weights[st.dtype]
                 if st.sparse:
-                    acc[id(st)] += st.chunks[ci] @ wt
+                    acc[id(st)] += st.chunks[ci] @ weights[st.dtype]
+                    continue
+                if st.rows is None:
+                    wt, lo, hi = weights[st.dtype], i0, i0 + chunk
                 else:
-                    buf = st.buffer[:, : wt.shape[0]]
-                    for j, col in enumerate(st.columns):
-                        buf[j] = col[i0 : i0 + chunk]
-                    acc[id(st)] += buf @ wt
+                    lo, hi = st.bounds[ci]
+                    if lo == hi:
+                        continue
+                    # The weights of this chunk's rows only (positions relative to the chunk).
+                    wt = block_w[:, st.rows[lo:hi] - i0].T.astype(st.dtype, order="C")
+                buf = st.buffer[:, : wt.shape[0]]
+                for j, col in enumerate(st.columns):
+                    buf[j] = col[lo:hi]
+                acc[id(st)] += buf @ wt
         for name in names:
             k = figures[name].shape[1]
             sums = np.zeros((rows, k))

@@ -56,8 +56,9 @@ from metrics.resample import (
     Ratings,
     alpha_contributions,
     bootstrap_figures,
+    compact_scores,
     label_alpha_contributions,
-    mean_contributions,
+    mean_contributions_at,
     pairwise_kappa_contributions,
     pairwise_label_kappa_contributions,
     per_label_kappas,
@@ -186,7 +187,9 @@ class UnitTable:
     def __init__(self, item_ids, annotators, counts, completed_at: list | np.ndarray, columns: Callable[[str], Column]):
         self.item_ids = np.asarray(item_ids, dtype=np.int64)
         self.counts = np.asarray(counts, dtype=np.intp)
-        self.annotators = np.asarray(annotators, dtype=np.int64)
+        # int32 ids stay int32 (quality.reports: half the memory of the (units x slots) table).
+        annotators = np.asarray(annotators)
+        self.annotators = annotators if annotators.dtype in (np.int32, np.int64) else annotators.astype(np.int64)
         if self.annotators.ndim != 2 or self.annotators.shape[0] != self.item_ids.size:
             raise ValueError("annotators must be an (items, slots) array")
         # A list of datetimes (None: undated), or int64 microseconds since the epoch (NO_TIME:
@@ -352,6 +355,10 @@ class FieldResult:
         return next((f for f in self.figures if f["primary"]), None)
 
 
+#: Distinct value pairs per batch call of a field type's pair_scores (_pair_means).
+_PAIR_BATCH = 32_768
+
+
 def _pair_means(
     plan: FieldPlan,
     codes: np.ndarray,
@@ -375,13 +382,29 @@ def _pair_means(
         right = np.concatenate([codes[v, s] for (_, s), v in zip(pairs, valid)]) if pairs else np.zeros(0, np.intp)
     if not left.size:
         return [np.zeros(m) for _ in range(1 + len(thresholds))]
-    # int64: codes may be int32 (quality.reports), and the product of two codes need not fit.
-    keys, inverse = unique_inverse(left.astype(np.int64) * len(values) + right, len(values) * len(values))
-    a = [values[k] for k in (keys // len(values)).tolist()]
-    b = [values[k] for k in (keys % len(values)).tolist()]
-    scores = np.asarray(plan.ftype.pair_scores(plan.spec, a, b, lexicon=lexicon), dtype=np.float64)[inverse]
+    # int64 unless the product of two codes fits int32 (codes may be int32, quality.reports).
+    bound = len(values) * len(values)
+    keys = left.astype(np.int32 if bound < np.iinfo(np.int32).max else np.int64)
+    keys *= len(values)
+    keys += right
+    keys, inverse = unique_inverse(keys, bound)
+    # In batches of distinct pairs: a type's batch call builds per-pair temporaries (boxes: the
+    # enclosing rectangles of both sides as Python tuples, then arrays), ~60 MB at 1M items
+    # for the 300k distinct region pairs in one call (bench/scale.py).
+    per_key = np.empty(keys.size)
+    for at in range(0, keys.size, _PAIR_BATCH):
+        part = keys[at : at + _PAIR_BATCH]
+        a = [values[k] for k in (part // len(values)).tolist()]
+        b = [values[k] for k in (part % len(values)).tolist()]
+        per_key[at : at + part.size] = np.asarray(
+            plan.ftype.pair_scores(plan.spec, a, b, lexicon=lexicon), dtype=np.float64
+        )
     if two:  # the common case: one pair per item, its score is the item's
-        return [scores, *((scores >= t).astype(np.float64) for t in thresholds)]
+        # Thresholds and 0/1 scores per distinct pair, then per item: uint8 (compact_scores),
+        # no float64 column per item in between.
+        return [compact_scores(x)[inverse] for x in (per_key, *((per_key >= t) for t in thresholds))]
+    scores = per_key[inverse]
+    del per_key
     n_pairs = np.bincount(np.concatenate(valid), minlength=m)
     out = []
     for per_pair in [scores, *((scores >= t).astype(np.float64) for t in thresholds)]:
@@ -398,11 +421,21 @@ class _Pending:
     """A field's figures before the shared bootstrap: (key, label, contributions, primary)."""
 
     plan: FieldPlan
-    item_ids: Sequence[int]
+    #: the table's item ids (all units; shared, not a copy) and the scored units' positions
+    table_ids: np.ndarray
+    unit_index: np.ndarray
+    #: per scored unit; uint8 when every score is 0 or 1 (two records of a categorical field)
     item_scores: np.ndarray
     figures: list[tuple[str, str, Contributions, bool]]
     extra: dict
-    unit_index: np.ndarray
+
+    @property
+    def item_ids(self) -> array:
+        return array("q", self.table_ids[self.unit_index].astype(np.int64).tobytes())
+
+    @property
+    def n_items(self) -> int:
+        return int(self.unit_index.size)
 
 
 def _rater_items(rows: list[list[Any]], raters: list[tuple], mask: np.ndarray) -> list[dict]:
@@ -427,8 +460,9 @@ def _ratings(table: UnitTable, column: Column, values: list, mask: np.ndarray, w
         raters = np.where(filled, np.arange(width)[None, :], -1)
     else:
         raters = np.where(filled, people, -1)
-        ordered = np.sort(np.where(filled, people, np.iinfo(np.int64).max), axis=1)
-        if width and ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != np.iinfo(np.int64).max)).any():
+        empty = np.iinfo(people.dtype).max  # above every id, of the ids' own dtype (int32 or int64)
+        ordered = np.sort(np.where(filled, people, empty), axis=1)
+        if width and ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != empty)).any():
             # One person twice on an item: {person: value} keeps their last value (as before).
             items = _rater_items(_rows(table, column, values, mask), [tuple(r) for r in people.tolist()], mask)
             return Ratings.from_items(items) if labels is None else LabelRatings.from_items(items, labels)
@@ -441,22 +475,46 @@ def _overrides_extra(ftype: FieldType) -> bool:
     return type(ftype).agreement_extra is not FieldType.agreement_extra
 
 
-def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache: dict | None = None) -> _Pending:
+def _scored_rows(mask: np.ndarray, seen: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of the mask (int32 below 2**31 units) and a uint8 column of ones, the
+    same objects for fields scored on the same units (the fields under one condition): the
+    bootstrap then reads their weights once."""
+    idx = np.flatnonzero(mask)
+    if mask.size < np.iinfo(np.int32).max:
+        idx = idx.astype(np.int32)
+    for rows, ones in seen:
+        if np.array_equal(rows, idx):
+            return rows, ones
+    seen.append((idx, np.ones(idx.size, dtype=np.uint8)))
+    return seen[-1]
+
+
+def _field(
+    schema,
+    plan: FieldPlan,
+    table: UnitTable,
+    scope: str,
+    lexicon,
+    cache: dict | None = None,
+    seen: list[tuple[np.ndarray, np.ndarray]] | None = None,
+) -> _Pending:
     mask = scope_mask(schema, plan, table, scope, cache)
     column = table.column(plan.name)
     # Agreement values once per distinct stored value (the items out of scope contribute nothing).
     values = [plan.ftype.agreement_value(plan.spec, v) for v in column.raw]
-    idx = np.nonzero(mask)[0]
-    width = int(table.counts[idx].max()) if idx.size else 0
-    item_ids = array("q", table.item_ids[idx].astype(np.int64).tobytes())
+    idx, ones = _scored_rows(mask, [] if seen is None else seen)
+    n = len(table)
+    width = int(np.max(table.counts, where=mask, initial=0))
     a = plan.agreement
     shares = a.shares if a.family == CONTINUOUS else ()
-    means = _pair_means(plan, column.codes[idx, :width], table.counts[idx], values, lexicon, shares)
+    # Every unit scored (a field with no condition): the table's own arrays, no gathered copies.
+    whole = idx.size == n
+    codes, counts = (column.codes[:, :width], table.counts) if whole else (column.codes[idx, :width], table.counts[idx])
+    means = [compact_scores(m) for m in _pair_means(plan, codes, counts, values, lexicon, shares)]
+    del codes, counts
     # Each step's temporaries (at 1M items tens of MB) go back to the OS before the next one's.
     release_free_memory()
     item_scores = means[0]
-    scores_all = np.zeros(len(table))
-    scores_all[idx] = item_scores
     figures: list[tuple[str, str, Contributions, bool]] = []
     extra: dict = {}
     if a.family == CATEGORICAL:
@@ -473,7 +531,9 @@ def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache
             label = "mean Cohen's κ over annotator pairs"
             figures.append(("kappa", label, pairwise_kappa_contributions(ratings, mask), True))
             figures.append(("alpha", "Krippendorff's α (nominal)", alpha_contributions(ratings, mask), False))
-        figures.append(("agreement", "observed agreement", mean_contributions(scores_all, mask), False))
+        figures.append(
+            ("agreement", "observed agreement", mean_contributions_at(item_scores, idx, n, ones=ones), False)
+        )
     elif a.family == MULTILABEL:
         ratings = _ratings(table, column, values, mask, width, labels=list(plan.choices))
         release_free_memory()
@@ -488,24 +548,26 @@ def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache
                     False,
                 )
             )
-        figures.append(("exact", "identical label sets", mean_contributions(scores_all, mask), False))
+        figures.append(("exact", "identical label sets", mean_contributions_at(item_scores, idx, n, ones=ones), False))
         extra["per_label_kappa"] = (
             {x: rnd(k) for x, k in zip(ratings.labels, per_label_kappas(macro))} if ratings.rater_ids else {}
         )
     elif a.family == CONTINUOUS:
-        share_figs = []
-        for t, share in zip(a.shares, means[1:]):
-            per_item = np.zeros(len(table))
-            per_item[idx] = share
-            share_figs.append(
-                (
-                    f"share_{t:g}",
-                    f"share {a.measure} ≥ {t:g}",
-                    mean_contributions(per_item, mask),
-                    a.primary == f"share_{t:g}",
-                )
+        share_figs = [
+            (
+                f"share_{t:g}",
+                f"share {a.measure} ≥ {t:g}",
+                mean_contributions_at(share, idx, n, ones=ones),
+                a.primary == f"share_{t:g}",
             )
-        mean_fig = ("mean", f"mean {a.measure}", mean_contributions(scores_all, mask), a.primary == "mean")
+            for t, share in zip(a.shares, means[1:])
+        ]
+        mean_fig = (
+            "mean",
+            f"mean {a.measure}",
+            mean_contributions_at(item_scores, idx, n, ones=ones),
+            a.primary == "mean",
+        )
         # The primary figure first (Meme3W Stage 2 reports IoU@0.75 for regions, means otherwise).
         figures = [mean_fig, *share_figs] if a.primary == "mean" else [*share_figs, mean_fig]
     else:
@@ -513,7 +575,7 @@ def _field(schema, plan: FieldPlan, table: UnitTable, scope: str, lexicon, cache
     if _overrides_extra(plan.ftype):
         rows_all = _rows(table, column, values, mask)
         figures += [(key, label, c, False) for key, label, c in plan.ftype.agreement_extra(plan.spec, rows_all, mask)]
-    return _Pending(plan, item_ids, item_scores, figures, extra, idx)
+    return _Pending(plan, table.item_ids, idx, item_scores, figures, extra)
 
 
 def figure(
@@ -564,9 +626,10 @@ def agreement_figures(
     table = as_table(units)
     pending = []
     visibility: dict = {}
+    seen: list = []  # scored rows shared by fields under one condition (_scored_rows)
     last_use = _last_use(schema, plans) if release_table else {}
     for i, plan in enumerate(plans):
-        pending.append(_field(schema, plan, table, scope, lexicon, visibility))
+        pending.append(_field(schema, plan, table, scope, lexicon, visibility, seen))
         for name in [n for n, at in last_use.items() if at == i]:
             table.drop(name)  # no later field reads it (its own figures, or as a condition)
         release_free_memory()  # each field's transient arrays (a ratings table, a one-hot matrix)
@@ -585,7 +648,7 @@ def agreement_figures(
         for key, label, c, primary in p.figures:
             est = estimates.get((p.plan.name, key))
             figs.append(
-                figure(key, label, est, len(p.item_ids), primary=primary, value=None if est is not None else c.point())
+                figure(key, label, est, p.n_items, primary=primary, value=None if est is not None else c.point())
             )
         primary = next((c for _, _, c, is_primary in p.figures if is_primary), None)
         results.append(
@@ -593,7 +656,7 @@ def agreement_figures(
                 plan=p.plan,
                 figures=figs,
                 item_ids=p.item_ids,
-                item_scores=p.item_scores,
+                item_scores=np.asarray(p.item_scores, dtype=np.float64),
                 extra=p.extra,
                 unit_index=p.unit_index,
                 primary_contributions=primary,

@@ -194,6 +194,28 @@ def report_units(*, project: Project, filters: dict | None = None, stage=None) -
     return units
 
 
+class _Ids:
+    """A growing buffer of database ids: int32 (half the memory of int64: at 1M items the
+    read's item and annotator ids per record were 32 MB) until one does not fit, then int64."""
+
+    def __init__(self):
+        self.buf = array("i")
+
+    def extend(self, ids) -> None:
+        ids = ids if isinstance(ids, (list, tuple)) else list(ids)  # read twice on a widening
+        start = len(self.buf)
+        try:
+            self.buf.extend(ids)
+        except OverflowError:
+            del self.buf[start:]  # the ids appended before the one that did not fit
+            self.buf = array("q", self.buf)
+            self.buf.extend(ids)
+
+    def array(self) -> np.ndarray:
+        """The ids so far (the buffer itself, no copy)."""
+        return np.frombuffer(self.buf, dtype=np.int32 if self.buf.typecode == "i" else np.int64)
+
+
 class _Codes:
     """Stored values of one field, one code per distinct key (JSON text), decoded once each."""
 
@@ -306,7 +328,7 @@ def _read_table(project, filters, stage, fields, in_sql, only_items) -> UnitTabl
         columns = {name: _Codes(orjson.loads) for name in names}
     # Growing int64 buffers, viewed as arrays at the end (parts and their joined copies were
     # ~100 MB at the peak of a 1M-item read).
-    item_buf, annotator_buf, when_buf = array("q"), array("q"), array("q")
+    item_buf, annotator_buf, when_buf = _Ids(), _Ids(), array("q")
     for k, chunk in enumerate(_fetch_chunks(rows)):
         if k % 16 == 15:
             # The chunks' rows interleave with the kept codes in the heap, whose free pages
@@ -327,8 +349,7 @@ def _read_table(project, filters, stage, fields, in_sql, only_items) -> UnitTabl
             records = [(loads(v) if v else None) or {} for v in cols[3]]
             for name in names:
                 columns[name].add([orjson.dumps(r.get(name)) for r in records])
-    items = np.frombuffer(item_buf, dtype=np.int64)
-    people = np.frombuffer(annotator_buf, dtype=np.int64)
+    items, people = item_buf.array(), annotator_buf.array()
     codes = {name: col.codes() for name, col in columns.items()}
 
     # Slots: the first `cap` records of each item (rows are ordered by item, then submission).
@@ -369,12 +390,19 @@ def _read_table(project, filters, stage, fields, in_sql, only_items) -> UnitTabl
     at = np.maximum(record, 0)
     del record
 
+    empty = ~filled
+
+    def slots(per_record: np.ndarray) -> np.ndarray:
+        out = per_record[at]  # (units, slots), -1 in the empty slots: no second copy for np.where
+        out[empty] = -1
+        return out
+
     def column(name: str) -> Column:
         if name not in codes:
             raise KeyError(f"field {name!r} was not read (report_table fields), or was built already")
-        return Column(np.where(filled, codes.pop(name)[at], -1), columns.pop(name).raw)
+        return Column(slots(codes.pop(name)), columns.pop(name).raw)
 
-    return UnitTable(items[starts[ok]], np.where(filled, people[at], -1), counts, latest[ok], column)
+    return UnitTable(items[starts[ok]], slots(people), counts, latest[ok], column)
 
 
 def _field_names(schema) -> list[str]:

@@ -9,7 +9,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Annotation
-from exports.build.tables import IMAGE_BATCH_ROWS, IMAGE_DATA_TYPE, ParquetFamily, SplitOptions
+from exports.build.tables import IMAGE_DATA_TYPE, IMAGE_GROUP_BYTES, ParquetFamily, SplitOptions
 from exports.build.ticker import READ_CHUNK, _Ticker
 from exports.selectors import (
     SplitPlan,
@@ -398,6 +398,6 @@ def _records_parquet_family(*, project: Project, dest: Path) -> ParquetFamily:
             extra={"image_data": (IMAGE_DATA_TYPE, image_data)},
             extra_inputs=("image",),
             image_columns=("image_data",),
-            batch_rows=IMAGE_BATCH_ROWS,
+            group_bytes=IMAGE_GROUP_BYTES,
         ),
     )

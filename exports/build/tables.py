@@ -42,8 +42,12 @@ from exports.writers import (
 #: Rows per batch of pass 1 (types), and per row group of a file without images.
 BATCH_ROWS = 5000
 ROW_GROUP_ROWS = 5000
-#: Row groups of records with image bytes embedded stay small (a batch holds its images).
-IMAGE_BATCH_ROWS = 256
+#: Row groups of files with image bytes embedded (a release's per-split records) end at
+#: ROW_GROUP_ROWS rows or once their images reach IMAGE_GROUP_BYTES, whichever comes first: a
+#: row group holds its images in memory, for the writer and for a reader. (A fixed 256 rows per
+#: group made ~3,900 row groups at 1M records, most without an image, whose metadata the writer
+#: keeps until it closes the file: ~100 MB, and as much again while closing; bench/scale.py.)
+IMAGE_GROUP_BYTES = 32 << 20
 #: Hugging Face ``datasets`` reads this schema key for features (Image) stored in Parquet.
 HF_SCHEMA_KEY = b"huggingface"
 IMAGE_DATA_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
@@ -188,12 +192,14 @@ def jsonl_to_parquet(
     image_columns: tuple[str, ...] = (),
     json_text: tuple[str, ...] | list[str] = (),
     batch_rows: int | None = None,
+    group_bytes: int | None = None,
 ) -> ParquetResult:
     """Write ``dst`` from ``src`` (JSONL), columns in ``columns`` order.
 
     ``declared``: column -> type to use when every value fits. ``extra``: computed columns
     (name -> (type, row -> value)), e.g. the image bytes for Hugging Face's Image feature,
-    appended after ``columns``. ``json_text``: columns to write as JSON text whatever they
+    appended after ``columns``. Row groups: ``batch_rows`` rows, or fewer once the bytes of
+    the ``extra`` values in the group reach ``group_bytes`` (:class:`_Groups`). ``json_text``: columns to write as JSON text whatever they
     hold (the split files of a release follow their whole file's types). The ``datasets`` features of the file are stored in the Parquet
     schema metadata, ``image_columns`` as Image features (so a bare ``load_dataset("parquet",
     ...)`` decodes the images too).
@@ -202,7 +208,6 @@ def jsonl_to_parquet(
     ParquetFamily instead, which falls back to this one where a declared type does not fit.
     """
     extra = extra or {}
-    batch_rows = batch_rows or ROW_GROUP_ROWS
     plan = _TypePlan(columns, declared, json_text)
     for rows in _lines(src, BATCH_ROWS):
         for c in columns:
@@ -212,18 +217,65 @@ def jsonl_to_parquet(
     schema = _schema(fields, image_columns)
     writer = pq.ParquetWriter(str(dst), schema, **parquet_options(schema))
     rows_written = 0
+    groups = _Groups(batch_rows or ROW_GROUP_ROWS, group_bytes)
+    pending: list[dict] = []
+    computed: dict[str, list] = {name: [] for name in extra}
+
+    def write() -> None:
+        nonlocal rows_written
+        arrays = [plan.array(c, [r.get(c) for r in pending]) for c in columns]
+        arrays += [pa.array(computed[name], type=t) for name, (t, _) in extra.items()]
+        writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=len(pending))
+        rows_written += len(pending)
+        pending.clear()
+        for values in computed.values():
+            values.clear()
+
     try:
-        for rows in _lines(src, batch_rows):
-            arrays = [plan.array(c, [r.get(c) for r in rows]) for c in columns]
-            for _name, (t, compute) in extra.items():
-                arrays.append(pa.array([compute(r) for r in rows], type=t))
-            writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=batch_rows)
-            rows_written += len(rows)
+        for rows in _lines(src, BATCH_ROWS):
+            for r in rows:
+                pending.append(r)
+                size = 0
+                for name, (_, compute) in extra.items():
+                    value = compute(r)
+                    computed[name].append(value)
+                    size += extra_bytes(value)
+                if groups.ends(size):
+                    write()
+        if pending:
+            write()
         # An empty split has no row group at all: readers that batch by row group (datasets)
         # refuse a row group of zero rows.
     finally:
         writer.close()
     return ParquetResult(file_digest(dst), schema, rows_written, sorted(plan.failed))
+
+
+def extra_bytes(value) -> int:
+    """The bytes a computed value adds to its row group: an Image feature's ``bytes``."""
+    if isinstance(value, dict):
+        data = value.get("bytes")
+        return len(data) if isinstance(data, (bytes, bytearray)) else 0
+    return 0
+
+
+class _Groups:
+    """Where a file's row groups end, row by row (the straightforward writer and the
+    streaming one cut the same groups, so their files are byte-identical): after ``rows``
+    rows, or earlier at the row whose computed values bring the group to ``max_bytes``."""
+
+    def __init__(self, rows: int, max_bytes: int | None):
+        self.rows, self.max_bytes = rows, max_bytes
+        self._rows = self._bytes = 0
+
+    def ends(self, size: int) -> bool:
+        """One more row of ``size`` computed bytes: does its group end with it?"""
+        self._rows += 1
+        self._bytes += size
+        if self._rows >= self.rows or (self.max_bytes is not None and self._bytes >= self.max_bytes):
+            self._rows = self._bytes = 0
+            return True
+        return False
 
 
 def values_equal(a, b) -> bool:
@@ -314,6 +366,8 @@ class SplitOptions:
     extra_inputs: tuple[str, ...] = ()
     image_columns: tuple[str, ...] = ()
     batch_rows: int | None = None  # ROW_GROUP_ROWS
+    #: row groups end earlier once their ``extra`` values hold this many bytes (jsonl_to_parquet)
+    group_bytes: int | None = None
 
 
 class ParquetFamily:
@@ -424,6 +478,7 @@ class ParquetFamily:
                 extra=o.extra,
                 image_columns=o.image_columns,
                 batch_rows=o.batch_rows,
+                group_bytes=o.group_bytes,
             )
         return out
 
@@ -460,13 +515,13 @@ class ParquetFamily:
         for plan in twins.values():
             plan.finish()
         # Pass 2: one read of the spool, every file at once.
-        outputs = {"whole": _Output(self.whole[1], whole, whole_schema, ROW_GROUP_ROWS, {}, ())}
+        outputs = {"whole": _Output(self.whole[1], whole, whole_schema, _Groups(ROW_GROUP_ROWS, None), {}, ())}
         for split, plan in twins.items():
             split_fields = [pa.field(c, plan.final[c]) for c in self.columns]
             split_fields += [pa.field(n, t) for n, (t, _) in o.extra.items()]
             schema = _schema(split_fields, o.image_columns)
-            rows = o.batch_rows or ROW_GROUP_ROWS
-            outputs[split] = _Output(self.splits[split][1], plan, schema, rows, o.extra, o.extra_inputs)
+            groups = _Groups(o.batch_rows or ROW_GROUP_ROWS, o.group_bytes)
+            outputs[split] = _Output(self.splits[split][1], plan, schema, groups, o.extra, o.extra_inputs)
         try:
             for batch, free, codes in self._batches():
                 outputs["whole"].add(batch, free)
@@ -493,14 +548,17 @@ def _as_read_back(value):
 
 
 class _Output:
-    """One Parquet file of a family: pass 2 in row groups of ``batch_rows`` rows."""
+    """One Parquet file of a family: pass 2 in the row groups of ``groups`` (:class:`_Groups`),
+    each row's computed values (``extra``: an image's bytes) computed as its row arrives, so
+    a group holds its own images only."""
 
-    def __init__(self, path: Path, plan: _TypePlan, schema: pa.Schema, batch_rows: int, extra: dict, extra_inputs):
-        self.path, self.plan, self.schema, self.batch_rows = path, plan, schema, batch_rows
+    def __init__(self, path: Path, plan: _TypePlan, schema: pa.Schema, groups: _Groups, extra: dict, extra_inputs):
+        self.path, self.plan, self.schema, self.groups = path, plan, schema, groups
         self.extra, self.extra_inputs = extra, extra_inputs
         self._writer = pq.ParquetWriter(str(path), schema, **parquet_options(schema))
         self._typed: list[pa.RecordBatch] = []
         self._free: dict[str, list] = {}
+        self._computed: dict[str, list] = {name: [] for name in extra}
         self._pending = 0
         self.rows = 0
         self._closed = False
@@ -509,9 +567,20 @@ class _Output:
         self._typed.append(typed)
         for c, values in free.items():
             self._free.setdefault(c, []).extend(values)
-        self._pending += typed.num_rows
-        while self._pending >= self.batch_rows:
-            self._write(self.batch_rows)
+        inputs = None
+        if self.extra:
+            inputs = {c: free[c] if c in free else typed.column(c).to_pylist() for c in self.extra_inputs}
+        for i in range(typed.num_rows):
+            size = 0
+            if inputs is not None:
+                row = {c: inputs[c][i] for c in self.extra_inputs}
+                for name, (_, compute) in self.extra.items():
+                    value = compute(row)
+                    self._computed[name].append(value)
+                    size += extra_bytes(value)
+            self._pending += 1
+            if self.groups.ends(size):
+                self._write(self._pending)
 
     def _write(self, n: int) -> None:
         typed = pa.Table.from_batches(self._typed, schema=self._typed[0].schema)
@@ -523,17 +592,13 @@ class _Output:
                 arrays.append(self.plan.array(c, self._free[c][:n]))
             else:
                 arrays.append(head.column(c).combine_chunks())
-        if self.extra:
-            inputs = {
-                c: self._free[c][:n] if c in self._free else head.column(c).to_pylist() for c in self.extra_inputs
-            }
-            rows = [{c: inputs[c][i] for c in self.extra_inputs} for i in range(n)]
-            for _name, (t, compute) in self.extra.items():
-                arrays.append(pa.array([compute(r) for r in rows], type=t))
+        for name, (t, _) in self.extra.items():
+            arrays.append(pa.array(self._computed[name][:n], type=t))
+            del self._computed[name][:n]
         for c in self._free:
             del self._free[c][:n]
         self._pending -= n
-        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema), row_group_size=self.batch_rows)
+        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema), row_group_size=n)
         self.rows += n
 
     def close(self) -> ParquetResult:

@@ -188,6 +188,14 @@ class SplitPlan:
     def groups_summary(self, *, limit: int | None = None) -> list[dict]:
         """Multi-member groups among released items: representative, members, split."""
         idx = np.flatnonzero(self.released)
+        # Only the items of groups with two released members or more: each such group has a
+        # released member that is not its representative (ids are distinct). Sorting every
+        # released item's group instead held ~90 MB of sort temporaries at 1M items, at the
+        # end of the release (bench/scale.py).
+        group = self.group_of[idx]
+        linked = np.unique(group[group != self.node_ids[idx]])
+        idx = idx[np.isin(group, linked)]
+        del group
         # Members of a group are one run of a stable sort by representative (ascending items
         # within it): a mask over every item per group was quadratic, 23 s of a 1M-item
         # release's splits.json with 51k groups (bench/scale.py).

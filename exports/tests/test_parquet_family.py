@@ -61,6 +61,7 @@ def build(tmp_path, rows, *, declared=DECLARED, options=None, columns=COLUMNS):
             extra=o.extra,
             image_columns=o.image_columns,
             batch_rows=o.batch_rows,
+            group_bytes=o.group_bytes,
         )
     files = {
         name: ((dest / f"{name}.parquet").read_bytes(), (ref / f"{name}.parquet").read_bytes())
@@ -135,6 +136,50 @@ def test_always_empty_objects_an_empty_split_and_a_split_of_its_own_types(tmp_pa
     assert pq.ParquetFile(tmp_path / "release" / "test.parquet").num_row_groups == 0
     for name, (got, want) in files.items():
         assert got == want, name
+
+
+def test_row_groups_with_images_end_at_a_byte_budget_in_both_paths(tmp_path):
+    """Files with image bytes: a row group ends after ``batch_rows`` rows or at the row whose
+    image brings it to ``group_bytes`` (one big image is a group of its own), the streamed
+    file byte for byte the straightforward one; without images, groups of ``batch_rows``."""
+    (tmp_path / "images").mkdir()
+    sizes = {}
+    for i in range(0, 200, 4):
+        sizes[i] = 1 + (i * 37) % 23 if i != 40 else 500  # one image over the whole budget
+        (tmp_path / "images" / f"{i}.png").write_bytes(bytes([i % 256]) * sizes[i])
+
+    def image_data(r: dict):
+        name = (r.get("image") or {}).get("file")
+        return {"bytes": (tmp_path / name).read_bytes(), "path": name} if name else None
+
+    options = SplitOptions(
+        extra={"image_data": (IMAGE_DATA_TYPE, image_data)},
+        extra_inputs=("image",),
+        image_columns=("image_data",),
+        batch_rows=9,
+        group_bytes=30,
+    )
+    rows = [row(i) for i in range(200)]
+    files, _ = build(tmp_path, rows, options=options)
+    for name, (got, want) in files.items():
+        assert got == want, name
+    for split in SPLITS:
+        expected, n, total = [], 0, 0
+        for r in rows:
+            if r["split"] != split:
+                continue
+            n, total = n + 1, total + sizes.get(r["id"], 0)
+            if n == 9 or total >= 30:
+                expected.append(n)
+                n = total = 0
+        expected += [n] if n else []
+        meta = pq.ParquetFile(tmp_path / "release" / f"{split}.parquet").metadata
+        got = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+        assert got == expected and min(got) < 9, split  # some groups cut by bytes
+    whole = pq.ParquetFile(tmp_path / "release" / "whole.parquet").metadata
+    per_group = [whole.row_group(g).num_rows for g in range(whole.num_row_groups)]
+    assert set(per_group[:-1]) == {tables.ROW_GROUP_ROWS}  # no images: groups of ROW_GROUP_ROWS rows
+    assert tables.extra_bytes({"bytes": b"abc", "path": "x"}) == 3 and tables.extra_bytes(None) == 0
 
 
 def test_split_extras_are_computed_per_row_in_their_row_groups(tmp_path):

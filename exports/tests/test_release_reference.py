@@ -15,8 +15,8 @@ from annotation.models import Annotation
 from candidates.selectors import candidates_with_identity
 from exports.build.annotations import ANNOTATION_COLUMNS, CANDIDATE_COLUMNS_OUT, _declared
 from exports.build.records import (
-    IMAGE_BATCH_ROWS,
     IMAGE_DATA_TYPE,
+    IMAGE_GROUP_BYTES,
     RECORD_COLUMNS,
     _pseudonymize_provenance,
     _reference_authors,
@@ -231,7 +231,7 @@ def assert_parquet_is_the_straightforward_one(project, root, tmp_path):
                     )
                 },
                 "image_columns": ("image_data",),
-                "batch_rows": IMAGE_BATCH_ROWS,
+                "group_bytes": IMAGE_GROUP_BYTES,
             },
         ),
         ("annotations", ANNOTATION_COLUMNS, _declared(project, "annotations"), {}),

@@ -549,3 +549,84 @@ def test_two_rater_kappa_from_codes_is_the_pairwise_kappa(seed: int) -> None:
     np.testing.assert_allclose(a.resampled, b.resampled, rtol=0, atol=1e-12)
     none = rs.two_rater_kappa_contributions(np.full(5, -1), np.full(5, -1), values)
     assert none.n_items == 0 and none.point() is None
+
+
+def test_columns_over_some_rows_are_the_full_columns() -> None:
+    """Contributions over some rows only (``rows``: a field scored on a third of the items)
+    give the figures of the same contributions over every row, zero elsewhere: point, every
+    resample (chunks with no row, blocks, both precisions, several figures and stacks at
+    once, figures over equal rows given as separate arrays), weighted sums and the matrix."""
+    rng = np.random.default_rng(8)
+    n = 3000
+    rows = np.flatnonzero(rng.random(n) < 0.35).astype(np.int32)
+    rows = rows[(rows < 700) | (rows > 1400)]  # whole chunks without a row
+    x = np.round(rng.random(rows.size), 4)
+    hits = (rng.random(rows.size) < 0.5).astype(float)
+    mask = np.zeros(n, dtype=bool)
+    mask[rows] = True
+    full_x, full_hits = np.zeros(n), np.zeros(n)
+    full_x[rows], full_hits[rows] = x, hits
+    ones = np.ones(rows.size, dtype=np.uint8)
+    other = rows.copy()  # equal rows, another array: one stack of weights
+    figs = {
+        "mean": rs.mean_contributions_at(x, rows, n, ones=ones),
+        "share": rs.mean_contributions_at(hits, rows, n, ones=ones),
+        "again": rs.mean_contributions_at(x * 2, other, n),
+        "whole": rs.mean_contributions(rng.random(n)),  # a figure over every row beside them
+    }
+    full = {
+        "mean": rs.mean_contributions(full_x, mask),
+        "share": rs.mean_contributions(full_hits, mask),
+        "again": rs.mean_contributions(full_x * 2, mask),
+        "whole": figs["whole"],
+    }
+    assert figs["share"].columns[0].dtype == np.uint8 and figs["mean"].columns[1] is ones
+    for k in figs:
+        assert figs[k].shape == full[k].shape and figs[k].n_items == full[k].n_items
+        np.testing.assert_array_equal(figs[k].matrix, full[k].matrix)
+        assert figs[k].point() == pytest.approx(full[k].point(), abs=1e-14)
+    w = rng.integers(0, 3, n).astype(float)
+    for k in figs:
+        np.testing.assert_allclose(figs[k].sums(w), full[k].sums(w), rtol=1e-14, atol=0)
+    for kwargs in ({}, {"block": 3, "chunk": 257}, {"block": 5, "chunk": 5000}):
+        got = rs.bootstrap_figures(figs, n=25, seed=4, **kwargs)
+        want = rs.bootstrap_figures(full, n=25, seed=4, **kwargs)
+        for k in figs:
+            np.testing.assert_allclose(got[k].resampled, want[k].resampled, rtol=0, atol=1e-13)
+    check_against_recompute(
+        figs["mean"],
+        lambda i: float(np.mean(full_x[i][mask[i]])) if mask[i].any() else float("nan"),
+        n,
+        resamples=20,
+        block=4,
+        chunk=600,
+    )
+    with pytest.raises(ValueError, match="increasing"):
+        rs.Contributions(None, rs.ratio_from_sums, 2, columns=[np.ones(2)], rows=np.array([3, 1]), size=5)
+    with pytest.raises(ValueError, match="increasing"):
+        rs.Contributions(None, rs.ratio_from_sums, 2, columns=[np.ones(2)], rows=np.array([1, 5]), size=5)
+    with pytest.raises(ValueError, match="one per value"):
+        rs.Contributions(None, rs.ratio_from_sums, 2, columns=[np.ones(2)], rows=np.array([1]), size=5)
+    with pytest.raises(ValueError, match="size"):
+        rs.Contributions(None, rs.ratio_from_sums, 2, columns=[np.ones(2)], rows=np.array([1, 2]))
+    with pytest.raises(ValueError, match="ones"):
+        rs.mean_contributions_at(x, rows, n, ones=np.zeros(rows.size, dtype=np.uint8))
+    with pytest.raises(ValueError, match="one entry per item"):
+        figs["mean"].sums(np.ones(n - 1))
+
+
+def test_exact_float32_split_of_sparse_matrices_needs_no_csc_copy() -> None:
+    """The float32/float64 split of a sparse figure's columns reads its stored entries (CSR,
+    CSC, integer data, duplicates summed first) and agrees with the dense rule."""
+    dense = np.array([[1, 0, 0.5], [2, 0, 0], [0, 3, 0], [1, 0, 0]])
+    for m in (sp.csr_matrix(dense), sp.csc_matrix(dense)):
+        exact, inexact = rs._column_split(m, 4)
+        assert exact.tolist() == [True, True, False] and inexact.tolist() == [False, False, True]
+    ints = sp.csr_matrix(dense[:, :2].astype(np.uint8))
+    assert rs._column_split(ints, 4)[0].tolist() == [True, True]
+    # Two stored 0.5 entries at one cell are 1 once summed (integral); a lone 0.25 is not.
+    dup = sp.csr_matrix((np.array([0.5, 0.5, 0.25]), np.array([0, 0, 1]), np.array([0, 2, 3])), shape=(2, 2))
+    assert not dup.has_canonical_format
+    assert rs._column_split(dup, 2)[0].tolist() == [True, False]
+    big = sp.csr_matrix(np.array([[300.0], [1.0]]))
+    assert rs._column_split(big, 1 << 16)[0].tolist() == [False]  # 300 * 65536 > 2**24

@@ -34,6 +34,7 @@ from projects.schema import Schema
 from quality import agreement
 from quality.agreement import Unit, UnitTable, as_table
 from quality.analytics import agreement_over_time, confusions
+from quality.reports import _Ids
 from quality.tests.test_agreement import _confusions_straightforward, _matrix
 
 SCHEMAS = {
@@ -295,3 +296,30 @@ def test_matrix_from_codes_equals_the_matrix_of_values():
         assert got == expected
         if expected["kappa"] is not None:
             assert isinstance(got["kappa"], float)
+
+
+@pytest.mark.parametrize("schema_name", ["aha", "meme3w"])
+def test_int32_annotator_ids_give_the_figures_of_int64_ones(schema_name):
+    """quality.reports keeps annotator ids as int32 when they fit: every figure (the same
+    person twice on an item included, whose empty-slot marker must stay above every id) is
+    the one of int64 ids."""
+    schema = SCHEMAS[schema_name]
+    units = hostile_units(schema, 300, seed=17)
+    wide = as_table(units)
+    narrow = UnitTable(wide.item_ids, wide.annotators.astype(np.int32), wide.counts, wide.completed_at, wide.column)
+    assert narrow.annotators.dtype == np.int32 and wide.annotators.dtype == np.int64
+    got = agreement.agreement_figures(schema, narrow, lexicon=LEXICON, resamples=20)
+    want = agreement.agreement_figures(schema, wide, lexicon=LEXICON, resamples=20)
+    assert [agreement.field_result_dict(r, "both") for r in got] == [
+        agreement.field_result_dict(r, "both") for r in want
+    ]
+    assert any(len(set(u.annotators)) < len(u.annotators) for u in units)  # the duplicate case is there
+
+
+def test_id_buffer_widens_when_an_id_does_not_fit_int32():
+    ids = _Ids()
+    ids.extend((1, 2, 3))
+    assert ids.array().dtype == np.int32
+    ids.extend([4, 2**31, 5])  # fails at the second id: the first is not kept twice
+    ids.extend(iter([6]))  # any iterable
+    assert ids.array().dtype == np.int64 and ids.array().tolist() == [1, 2, 3, 4, 2**31, 5, 6]
