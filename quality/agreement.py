@@ -289,7 +289,7 @@ def as_table(units: list[Unit] | UnitTable) -> UnitTable:
 def _lookup(column: Column, per_value: np.ndarray, fill) -> np.ndarray:
     """``per_value[codes]`` with ``fill`` where a slot is empty."""
     table = np.append(per_value, np.asarray([fill], dtype=per_value.dtype))
-    return table[np.where(column.codes >= 0, column.codes, len(per_value))]
+    return table[np.where(column.codes >= 0, column.codes, np.intp(len(per_value)))]  # codes may be int8
 
 
 def _condition_key(schema, spec: dict) -> str:

@@ -34,7 +34,7 @@ from projects.schema import Schema
 from quality import agreement
 from quality.agreement import Unit, UnitTable, as_table
 from quality.analytics import agreement_over_time, confusions
-from quality.reports import _Ids
+from quality.reports import _Codes, _Ids
 from quality.tests.test_agreement import _confusions_straightforward, _matrix
 
 SCHEMAS = {
@@ -323,3 +323,16 @@ def test_id_buffer_widens_when_an_id_does_not_fit_int32():
     ids.extend([4, 2**31, 5])  # fails at the second id: the first is not kept twice
     ids.extend(iter([6]))  # any iterable
     assert ids.array().dtype == np.int64 and ids.array().tolist() == [1, 2, 3, 4, 2**31, 5, 6]
+
+
+@pytest.mark.parametrize(("distinct", "dtype"), [(3, np.int8), (127, np.int8), (128, np.int16), (40_000, np.int32)])
+def test_stored_value_codes_take_the_narrowest_type(distinct, dtype):
+    """quality.reports._Codes: one code per distinct JSON text, in the narrowest integer type
+    that holds every code and -1; the codes are the same."""
+    codes = _Codes(str)
+    keys = [f"v{i % distinct}" for i in range(2 * distinct + 5)]
+    codes.add(keys[:7])
+    codes.add(keys[7:])
+    out = codes.codes()
+    assert out.dtype == dtype and len(codes.raw) == distinct
+    assert [codes.raw[c] for c in out.tolist()] == keys
