@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from exports import writers
 from exports.writers import (
     CocoWriter,
     JsonlWriter,
@@ -139,6 +140,28 @@ def test_coco_writer_streams_images_and_pixel_boxes(tmp_path):
     assert first["bbox"] == [0.0, 0.0, 100.0, 100.0] and first["category_id"] == 2 and first["area"] == 10000.0
     assert second["bbox"] == [100.0, 50.0, 100.0, 50.0] and second["bbox_normalized_1000"] == [500, 500, 1000, 1000]
     assert not (tmp_path / "coco.json.images.tmp").exists()
+
+
+def test_coco_writer_gathers_its_writes_into_the_same_bytes(tmp_path, monkeypatch):
+    """CocoWriter writes ~1 MB at a time: with a tiny threshold (a write per few pieces) and
+    with none reached, the file is the same, and its digest that of the bytes on disk."""
+
+    def write(path):
+        coco = CocoWriter(path, categories=["gender"], info={"k": 1})
+        for i in range(60):
+            boxes = [[i, i, 500 + i, 600 + i]] * (i % 3)
+            coco.add(
+                image={"id": i, "width": 100 + i, "height": 80, "file_name": f"{i}.jpg"}, boxes=boxes, category="gender"
+            )
+        return coco.close()
+
+    whole = write(tmp_path / "whole.json")
+    monkeypatch.setattr(writers, "COCO_FLUSH_BYTES", 64)
+    small = write(tmp_path / "small.json")
+    assert (tmp_path / "whole.json").read_bytes() == (tmp_path / "small.json").read_bytes()
+    assert whole == small == file_digest(tmp_path / "small.json")
+    data = json.loads((tmp_path / "small.json").read_text())
+    assert [i["id"] for i in data["images"]] == list(range(60)) and len(data["annotations"]) == 60
 
 
 def _hostile_values(rng):
