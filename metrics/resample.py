@@ -857,7 +857,7 @@ def alpha_contributions(ratings: Ratings, subset: Sequence[bool] | np.ndarray | 
     counts[~pairable] = 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.where(pairable, (m * m - (counts * counts).sum(axis=1)) / (m - 1.0), 0.0)
-    return Contributions(np.column_stack([counts, d]), alpha_from_sums, int(pairable.sum()), "alpha")
+    return _columns_at(pairable, [*counts.T, d], alpha_from_sums, "alpha")
 
 
 def label_alpha_contributions(
@@ -880,9 +880,21 @@ def label_alpha_contributions(
     m = np.where(pairable, m, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.where(pairable[:, None], 2.0 * n1 * (m[:, None] - n1) / (m[:, None] - 1.0), 0.0)
-    matrix = np.column_stack([m, n1, d])
     stat = partial(mean_label_alpha_from_sums, n_labels=len(ratings.labels))
-    return Contributions(matrix, stat, int(pairable.sum()), "mean label alpha")
+    return _columns_at(pairable, [m, *n1.T, *d.T], stat, "mean label alpha")
+
+
+def _columns_at(pairable: np.ndarray, columns: list[np.ndarray], statistic, name: str) -> Contributions:
+    """Dense contributions that are zero outside the pairable units, kept over those rows
+    only (Contributions ``rows``): each column contiguous, counts as uint8 (compact_scores).
+    An (items x columns) float64 matrix read column by column was most of a 1M-item AHA
+    report's bootstrap (bench/scale.py)."""
+    n = pairable.size
+    rows = np.flatnonzero(pairable)
+    if n < np.iinfo(np.int32).max:
+        rows = rows.astype(np.int32)
+    kept = [compact_scores(np.ascontiguousarray(c[rows], dtype=np.float64)) for c in columns]
+    return Contributions(None, statistic, int(rows.size), name, columns=kept, rows=rows, size=n)
 
 
 def pair_ids(

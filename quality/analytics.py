@@ -93,7 +93,7 @@ def confusions(schema, units: list[Unit] | UnitTable, *, max_pairs: int = 4) -> 
         if first:
             x, y = np.concatenate(first), np.concatenate(second)
             lo, hi = np.minimum(x, y), np.maximum(x, y)
-            pairs, n_shared = np.unique(np.stack([lo, hi], axis=1), axis=0, return_counts=True)
+            pairs, n_shared = _pair_counts(lo, hi)
             ranked = sorted(zip(n_shared.tolist(), map(tuple, pairs.tolist())), key=lambda t: (-t[0], t[1]))
             flip = x > y
             for _, (p, q) in ranked[:max_pairs]:
@@ -110,6 +110,17 @@ def confusions(schema, units: list[Unit] | UnitTable, *, max_pairs: int = 4) -> 
             }
         )
     return out
+
+
+def _pair_counts(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(np.stack([lo, hi], axis=1), axis=0, return_counts=True)`` for ids >= 0:
+    through one int64 key per pair while the ids allow it (a row-wise unique of 3M annotator
+    pairs was ~3 s of a 1M-item AHA report, bench/scale.py; a 1-D sort is a tenth of that)."""
+    top = int(max(lo.max(), hi.max())) + 1 if lo.size else 1
+    if lo.size == 0 or min(int(lo.min()), int(hi.min())) < 0 or top > np.iinfo(np.int32).max:
+        return np.unique(np.stack([lo, hi], axis=1), axis=0, return_counts=True)
+    keys, counts = np.unique(lo.astype(np.int64) * top + hi, return_counts=True)
+    return np.stack([keys // top, keys % top], axis=1), counts
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:

@@ -424,6 +424,14 @@ def report_table_all_fields(*, project: Project, only_items: np.ndarray | None =
     return report_table(project=project, fields=_field_names(project.get_schema()), only_items=only_items)
 
 
+def _distinct_items(tables: list[UnitTable]) -> int:
+    """Items over the report's tables (a unit is one item of one table: the stages of a
+    multi-stage workflow may share items, one table's never repeat; a sort of 1M ids was ~1 s)."""
+    if len(tables) == 1:
+        return len(tables[0])
+    return int(np.unique(np.concatenate([t.item_ids for t in tables])).size) if tables else 0
+
+
 @gc_paused()
 def agreement_report_build(*, project: Project, filters: dict | None = None, progress=None) -> dict:
     """Compute the agreement report and the dashboard analytics from the database (no caching).
@@ -460,7 +468,7 @@ def agreement_report_build(*, project: Project, filters: dict | None = None, pro
         "filters": {k: f[k] for k in DEFAULT_FILTERS},
         "scope": scope,
         "scope_description": agreement.SCOPES[scope],
-        "n_items": int(np.unique(np.concatenate([t.item_ids for t in tables])).size) if tables else 0,
+        "n_items": _distinct_items(tables),
         "n_annotations": int(sum(t.counts.sum() for t in tables)),
         "max_slots": max((agreement.slot_count(t) for t in tables), default=0),
         "method": {

@@ -33,7 +33,7 @@ from projects.presets import AHA_SCHEMA, MEME3W_SCHEMA, MEMECAP_SCHEMA, VIKR_SCH
 from projects.schema import Schema
 from quality import agreement
 from quality.agreement import Unit, UnitTable, as_table
-from quality.analytics import agreement_over_time, confusions
+from quality.analytics import _pair_counts, agreement_over_time, confusions
 from quality.reports import _Codes, _Ids
 from quality.tests.test_agreement import _confusions_straightforward, _matrix
 
@@ -336,3 +336,16 @@ def test_stored_value_codes_take_the_narrowest_type(distinct, dtype):
     out = codes.codes()
     assert out.dtype == dtype and len(codes.raw) == distinct
     assert [codes.raw[c] for c in out.tolist()] == keys
+
+
+def test_annotator_pair_counts_are_the_row_wise_unique():
+    rng = np.random.default_rng(5)
+    for lo, hi in (
+        (rng.integers(0, 9, 500), rng.integers(0, 9, 500)),
+        (rng.integers(0, 2**31 - 5, 50), rng.integers(2**31 - 5, 2**31 + 5, 50)),  # beyond int32: row-wise
+        (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)),
+    ):
+        lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
+        pairs, counts = _pair_counts(lo, hi)
+        want_pairs, want_counts = np.unique(np.stack([lo, hi], axis=1), axis=0, return_counts=True)
+        assert pairs.tolist() == want_pairs.tolist() and counts.tolist() == want_counts.tolist()
