@@ -22,7 +22,7 @@ def release_agreement(*, project: Project, plan: SplitPlan) -> dict:
     lexicon_version, lexicon = lexicon_current(project=project)
     # Columns, not per-record dicts (quality.reports.report_table), of released items only;
     # each field's column is let go once its figures are computed, the rest before the bootstrap.
-    units = report_table_all_fields(project=project, only_items=plan.released_ids)
+    units = report_table_all_fields(project=project, only_items=plan.released_ids, times=False)
     scope = DEFAULT_FILTERS["scope"]
     max_slots = agreement.slot_count(units)
     results = agreement.agreement_figures(schema, units, lexicon=lexicon, scope=scope, release_table=True)

@@ -112,6 +112,13 @@ def test_report_table_equals_report_units(hostile):
         assert _as_lists(table, names) == expected, in_sql
         with pytest.raises(KeyError, match="built already"):
             table._build(names[0])  # each column is built once: its per-record codes are let go
+        # without times (a release's agreement.json): the same units, every one undated
+        undated = reports.report_table(
+            project=project, fields=names, in_sql=in_sql, only_items=np.array(keep), times=False
+        )
+        assert _as_lists(undated, names) == {**expected, "completed_at": [None] * len(expected["item_ids"])}
+    with pytest.raises(ValueError, match="date filter"):
+        reports.report_table(project=project, fields=names, filters={"date_from": "2026-01-01"}, times=False)
 
 
 def test_the_report_is_the_same_on_either_read(hostile, monkeypatch):
