@@ -196,6 +196,39 @@ What is left of the 300 MB goal: at the peak the forked child holds ~+270 MB of 
 (smaps: Private_Dirty; ~25 MB of it copy-on-write), during the bootstrap: the figures' live
 contributions and per-field arrays (~125 MB) plus the weight blocks and sparse chunks; the
 parent adds its records streaming (~+80: lines, batches, heap) and the plan it shares (~+55).
+
+2026-12-02 evening, another machine of this kind, ~1.5x slower per core (the start of the
+session's code, d82d6c4, took 155.9 s here for the release, 101.8 s on the afternoon's
+machine); a fresh 1M meme3w set-up (150.8 s) and a fresh 1M aha one (139.0 s):
+
+    release build, end to end        wall s  CPU s  PG CPU s  RSS+ MB  peak: when, parent / children
+    start of the session (d82d6c4)     155.9   240.3    33.8       397  36 s, -5 / 402 (agreement)
+    contributions over scored rows     147.6   226.3    33.7       329  31 s, -4 / 333 (agreement)
+    + batches of pair scores, int32
+      ids, splits.json, row groups by
+      bytes (9587d08)                  129.0   198.8    33.0       288  38 s, +6 / 282 (agreement)
+    + narrow codes (fb07654)           123.6   194.1    28.9       279  39 s, +7 / 272 (agreement)
+    + no times, blocks of 8 (b277ad1)  121.4   193.6    25.5       276  95 s, +30 / 246 (annotations)
+    start of the session again, right after it: 153.4 s, 240.8 CPU, 27.8 PG, 391 MB
+    (back-to-back runs of one commit here: 123.6-143.7 s and 279-299 MB before b277ad1)
+
+Where it went (one process, release_agreement alone, RSS growth at each part's peak, MB):
+table read 215 -> 153, label 182 -> 136, target_category 179 -> 136, visual_region 201 -> 142,
+bootstrap 148 -> 140; the figures are the same (agreement.json compared whole). The fields
+under one condition (Meme3W's four target fields: 37% of the units) keep their values and
+the bootstrap reads their weights over those rows only; region pairs are scored in batches
+of 32k distinct pairs (one call over 300k built ~60 MB of Python tuples); codes are int8 for
+fields of few values. At the end of the parent: the per-split records' row groups were 256
+rows (3,900 of them at 1M, most without an image), whose metadata pyarrow keeps until close:
++103 MB before close, +206 while closing in a synthetic file of that shape; they now end at
+5,000 rows or 32 MB of images. splits.json's group list sorted every released item (+89 MB);
+it now sorts the members of multi-member groups only (+51).
+
+Agreement reports at 1M on this machine: meme3w 40.3 s wall / 37.1 CPU / 8.7 PG, RSS+ 461 MB at
+d82d6c4 -> 32.7 s / 29.0 / 8.4, 356 MB;
+aha (3 annotators) 73.4 s / 76.8 / 10.4, 987 MB at d82d6c4 -> 55.3 s / 54.7 / 10.1, 614 MB
+(alpha contributions over their pairable units, contiguous; annotator pairs counted by one
+int64 key instead of a row-wise unique: 3.3 s).
 """
 
 from __future__ import annotations
