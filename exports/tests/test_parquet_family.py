@@ -138,6 +138,21 @@ def test_always_empty_objects_an_empty_split_and_a_split_of_its_own_types(tmp_pa
         assert got == want, name
 
 
+def image_options(root, **kwargs) -> SplitOptions:
+    """Split files with the images under ``root`` embedded (a release's per-split records)."""
+
+    def image_data(r: dict):
+        name = (r.get("image") or {}).get("file")
+        return {"bytes": (root / name).read_bytes(), "path": name} if name else None
+
+    return SplitOptions(
+        extra={"image_data": (IMAGE_DATA_TYPE, image_data)},
+        extra_inputs=("image",),
+        image_columns=("image_data",),
+        **kwargs,
+    )
+
+
 def test_row_groups_with_images_end_at_a_byte_budget_in_both_paths(tmp_path):
     """Files with image bytes: a row group ends after ``batch_rows`` rows or at the row whose
     image brings it to ``group_bytes`` (one big image is a group of its own), the streamed
@@ -148,17 +163,7 @@ def test_row_groups_with_images_end_at_a_byte_budget_in_both_paths(tmp_path):
         sizes[i] = 1 + (i * 37) % 23 if i != 40 else 500  # one image over the whole budget
         (tmp_path / "images" / f"{i}.png").write_bytes(bytes([i % 256]) * sizes[i])
 
-    def image_data(r: dict):
-        name = (r.get("image") or {}).get("file")
-        return {"bytes": (tmp_path / name).read_bytes(), "path": name} if name else None
-
-    options = SplitOptions(
-        extra={"image_data": (IMAGE_DATA_TYPE, image_data)},
-        extra_inputs=("image",),
-        image_columns=("image_data",),
-        batch_rows=9,
-        group_bytes=30,
-    )
+    options = image_options(tmp_path, batch_rows=9, group_bytes=30)
     rows = [row(i) for i in range(200)]
     files, _ = build(tmp_path, rows, options=options)
     for name, (got, want) in files.items():
@@ -187,16 +192,7 @@ def test_split_extras_are_computed_per_row_in_their_row_groups(tmp_path):
     for i in range(0, 40, 4):
         (tmp_path / "images" / f"{i}.png").write_bytes(bytes([i]) * (i + 1))
 
-    def image_data(r: dict):
-        name = (r.get("image") or {}).get("file")
-        return {"bytes": (tmp_path / name).read_bytes(), "path": name} if name else None
-
-    options = SplitOptions(
-        extra={"image_data": (IMAGE_DATA_TYPE, image_data)},
-        extra_inputs=("image",),
-        image_columns=("image_data",),
-        batch_rows=3,
-    )
+    options = image_options(tmp_path, batch_rows=3)
     files, streamed = build(tmp_path, [row(i) for i in range(40)], options=options)
     for name, (got, want) in files.items():
         assert got == want, name
