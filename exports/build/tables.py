@@ -199,8 +199,9 @@ def jsonl_to_parquet(
     ``declared``: column -> type to use when every value fits. ``extra``: computed columns
     (name -> (type, row -> value)), e.g. the image bytes for Hugging Face's Image feature,
     appended after ``columns``. Row groups: ``batch_rows`` rows, or fewer once the bytes of
-    the ``extra`` values in the group reach ``group_bytes`` (:class:`_Groups`). ``json_text``: columns to write as JSON text whatever they
-    hold (the split files of a release follow their whole file's types). The ``datasets`` features of the file are stored in the Parquet
+    the ``extra`` values in the group reach ``group_bytes`` (:class:`_Groups`). ``json_text``:
+    columns to write as JSON text whatever they hold (the split files of a release follow
+    their whole file's types). The ``datasets`` features of the file are stored in the Parquet
     schema metadata, ``image_columns`` as Image features (so a bare ``load_dataset("parquet",
     ...)`` decodes the images too).
 
