@@ -349,11 +349,9 @@ def _read_table(project, filters, stage, fields, in_sql, only_items, times: bool
         cols = list(zip(*chunk))
         item_buf.extend(cols[0])
         annotator_buf.extend(cols[1])
-        if not times:
-            pass
-        elif in_sql:
+        if times and in_sql:
             when_buf.extend(NO_TIME if t is None else t for t in cols[2])
-        else:
+        elif times:
             when_buf.frombytes(_micros_of_texts(cols[2]).tobytes())
         if in_sql:
             for name, keys in zip(names, cols[3:]):
@@ -385,7 +383,7 @@ def _read_table(project, filters, stage, fields, in_sql, only_items, times: bool
             np.maximum(latest, stamps[record[:, s]], out=latest)  # -1 -> the trailing NO_TIME
         del stamps
     else:
-        latest = np.broadcast_to(np.int64(NO_TIME), (len(starts),))  # undated, no memory
+        latest = None  # read by a date filter only, which report_table refuses without times
     del when_buf
 
     ok = np.ones(len(starts), dtype=bool) if only_items is None else np.isin(unit_items, only_items)
@@ -422,6 +420,7 @@ def _read_table(project, filters, stage, fields, in_sql, only_items, times: bool
             raise KeyError(f"field {name!r} was not read (report_table fields), or was built already")
         return Column(slots(codes.pop(name)), columns.pop(name).raw)
 
+    # Without times every unit is undated: one NO_TIME seen as a column (no memory).
     completed = latest[ok] if times else np.broadcast_to(np.int64(NO_TIME), (int(ok.sum()),))
     return UnitTable(unit_items[ok], slots(people), counts, completed, column)
 
