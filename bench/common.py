@@ -42,7 +42,8 @@ CATEGORIES = ("group background", "religion and caste", "gender", "health condit
 
 
 def _pss(pid: int) -> int:
-    """Proportional set size in bytes (Linux /proc/<pid>/smaps_rollup)."""
+    """Proportional set size in bytes (Linux /proc/<pid>/smaps_rollup: the kernel walks the
+    process's page tables, ~15 ms for a 900 MB heap of Python objects)."""
     with open(f"/proc/{pid}/smaps_rollup") as fh:
         for line in fh:
             if line.startswith("Pss:"):
@@ -50,44 +51,90 @@ def _pss(pid: int) -> int:
     return 0
 
 
+def _rss(pid: int) -> int:
+    """Resident set size in bytes (VmRSS of /proc/<pid>/status: a counter, ~20 us)."""
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 class RssSampler:
-    """Peak resident set size of this process and its child processes (a release build forks
-    one part: core.forked) while the block runs, sampled every 50 ms, with the block's wall and
-    CPU time (this process, plus the children it waited for). Sizes are proportional (PSS, the
-    resident size with each shared page divided among the processes sharing it), so a forked
-    child's copy-on-write pages are not counted twice."""
+    """Peak memory of this process and its child processes (a release build forks one part:
+    core.forked) while the block runs, with the block's wall and CPU time (this process, plus
+    the children it waited for, minus the sampler's own thread).
+
+    Sizes are proportional (PSS: the resident size with each shared page divided among the
+    processes sharing it), so a forked child's copy-on-write pages are not counted twice. PSS
+    is costly to read (the kernel walks the page tables: at a 1M-item release's sizes, reading
+    both processes every 50 ms took ~40% of a core and made the release 145 s instead of 96 s,
+    bench/scale.py), so it is read once a second and whenever the set of processes changes;
+    every 50 ms in between, the cheap resident sizes (RSS counters) are read, and each such
+    sample counts as its RSS minus its process's RSS - PSS difference at the next PSS
+    reading. That difference (the pages it shares, in part) only shrinks while no process
+    forks (shared pages get written or freed), so each estimate is an upper bound of its PSS.
+    Two exceptions: a sample taken before a fork the next reading sees counts as plain RSS,
+    and a process that ended before the next reading takes its last reading's difference.
+    """
+
+    #: Seconds between samples, samples between PSS readings and between scans for children.
+    EVERY = 0.05
+    PSS_EVERY = 20
+    SCAN_EVERY = 10
 
     def __init__(self) -> None:
         self.proc = psutil.Process()
 
-    #: Seconds between samples, and samples between scans for child processes: a sample is
-    #: ~0.2 ms of /proc reading per process and a scan ~0.6 ms, in a thread of the measured
-    #: process (at every 10 ms with a scan each time they took ~10% of a core from it).
-    EVERY = 0.05
-    SCAN_EVERY = 10
-
-    def _rss(self, scan: bool = True) -> int:
-        # Proportional set sizes, so the pages a forked child shares with this process (copy-on-
-        # write) are counted once in the sum, not once per process.
+    def _pids(self, scan: bool) -> list[int]:
         if scan or not hasattr(self, "_children"):
             self._children = self.proc.children(recursive=True)
-        own = _pss(self.proc.pid)
-        total = own
-        for child in self._children:
-            with contextlib.suppress(psutil.Error, OSError):
-                total += _pss(child.pid)
-        self._last = (own, total - own)
-        return total
+        return [self.proc.pid] + [c.pid for c in self._children]
 
-    def _sample(self, scan: bool) -> None:
-        total = self._rss(scan)
+    def _read(self, pids: list[int], *, pss: bool) -> tuple[float, dict[int, int], dict[int, int] | None]:
+        """(time, {pid: RSS}, {pid: RSS - PSS} or None): processes that ended meanwhile are left out."""
+        t = time.perf_counter()
+        rss, offsets = {}, ({} if pss else None)
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                rss[pid] = _rss(pid)
+                if pss:
+                    offsets[pid] = rss[pid] - _pss(pid)
+        return t, rss, offsets
+
+    def _resolve(self, offsets: dict[int, int]) -> None:
+        """Count the samples taken since the last PSS reading, now that the next one is in."""
+        for t, rss in self._pending:
+            forked = offsets.keys() - rss.keys()  # a process started after this sample
+            parts = {}
+            for pid, size in rss.items():
+                if forked:
+                    parts[pid] = size  # its parent's shared pages grew since: plain RSS
+                elif pid in offsets:
+                    parts[pid] = size - offsets[pid]
+                else:  # it ended before the next reading: its last one
+                    parts[pid] = size - self._offsets.get(pid, 0)
+            self._count(t, parts)
+        self._pending.clear()
+        self._offsets = offsets
+
+    def _count(self, t: float, parts: dict[int, int]) -> None:
+        own = parts.get(self.proc.pid, 0)
+        total = sum(parts.values())
         if self._timeline is not None:
-            self._timeline.write(
-                f"{time.perf_counter() - self.t0:.2f} {self._last[0] / MB:.0f} {self._last[1] / MB:.0f}\n"
-            )
+            self._timeline.write(f"{t - self.t0:.2f} {own / MB:.0f} {(total - own) / MB:.0f}\n")
         if total > self.peak:
             # Where the peak is: when (s into the block), and this process's share of it.
-            self.peak, self.peak_at, self.peak_parts = total, time.perf_counter() - self.t0, self._last
+            self.peak, self.peak_at, self.peak_parts = total, t - self.t0, (own, total - own)
+
+    def _sample(self, *, scan: bool, pss: bool) -> None:
+        pids = self._pids(scan)
+        if pids != self._last_pids:  # a child started or ended: read PSS now, for the new set
+            pss, self._last_pids = True, pids
+        t, rss, offsets = self._read(pids, pss=pss)
+        self._pending.append((t, rss))
+        if offsets is not None:
+            self._resolve(offsets)
 
     @property
     def peak_text(self) -> str:
@@ -102,22 +149,30 @@ class RssSampler:
         # BENCH_RSS_TIMELINE=path: every sample as "seconds own_MB children_MB" (where a peak is).
         path = os.environ.get("BENCH_RSS_TIMELINE")
         self._timeline = open(path, "a", buffering=1) if path else None
-        self.base = self._rss()
-        self.base_parts = self._last
-        self.peak, self.peak_at, self.peak_parts = self.base, 0.0, self._last
         self.t0 = time.perf_counter()
+        self._last_pids = self._pids(True)
+        _, rss, offsets = self._read(self._last_pids, pss=True)
+        own = rss[self.proc.pid] - offsets[self.proc.pid]
+        self.base = sum(rss.values()) - sum(offsets.values())
+        self.base_parts = (own, self.base - own)
+        self.peak, self.peak_at, self.peak_parts = self.base, 0.0, self.base_parts
+        self._pending: list[tuple[float, dict[int, int]]] = []
+        self._offsets = offsets
         self._children0 = os.times()
         self._stop = threading.Event()
+        self._sampler_cpu = 0.0
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         self.t0, self.c0 = time.perf_counter(), time.process_time()
         return self
 
     def _run(self) -> None:
-        k = 0
+        c0 = time.thread_time()
+        k = 1
         while not self._stop.wait(self.EVERY):
-            self._sample(scan=k % self.SCAN_EVERY == 0)
+            self._sample(scan=k % self.SCAN_EVERY == 0, pss=k % self.PSS_EVERY == 0)
             k += 1
+        self._sampler_cpu = time.thread_time() - c0
 
     def __exit__(self, *exc) -> None:
         self.wall = time.perf_counter() - self.t0
@@ -125,10 +180,11 @@ class RssSampler:
         children = (t1.children_user - self._children0.children_user) + (
             t1.children_system - self._children0.children_system
         )
-        self.cpu = time.process_time() - self.c0 + children
+        cpu = time.process_time() - self.c0 + children
         self._stop.set()
         self._thread.join()
-        self._sample(scan=True)
+        self.cpu = cpu - self._sampler_cpu  # what the block used, not its measurement
+        self._sample(scan=True, pss=True)
         if self._timeline is not None:
             self._timeline.close()
 
@@ -141,7 +197,8 @@ class PostgresCpu:
     """CPU of the PostgreSQL backends serving ``db`` while the block runs, backends that start
     and end inside it included (a forked part opens and closes its own connection): every
     backend's CPU is sampled every 100 ms, and the last sample of each counts, minus what a
-    backend alive at the start had already used."""
+    backend alive at the start had already used. ``sampler_cpu``: the CPU its own sampling
+    thread used (in the measuring process: subtract it from that process's CPU)."""
 
     def __init__(self, db: str):
         self.db = db
@@ -155,8 +212,10 @@ class PostgresCpu:
         return self
 
     def _run(self) -> None:
+        c0 = time.thread_time()
         while not self._stop.wait(0.1):
             self.last.update(_postgres_backend_cpu(self.db))
+        self.sampler_cpu = time.thread_time() - c0
 
     def __exit__(self, *exc) -> None:
         self._stop.set()

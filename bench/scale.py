@@ -758,6 +758,7 @@ class Timed:
         self.rss.__exit__(*exc)
         self.pg_cpu.__exit__(*exc)
         self.pg = self.pg_cpu.seconds
+        self.rss.cpu -= self.pg_cpu.sampler_cpu  # the samplers are threads of this process
 
 
 def plan_and_scan(args, project) -> list[Row]:
