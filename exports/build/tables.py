@@ -12,6 +12,9 @@ then made from its JSONL file in two streaming passes, so memory is one batch of
    listed in ``json_text_columns`` of the result, never silently.
 2. rows: batches converted with those types and written in fixed row groups.
 
+A per-split twin has exactly its whole file's types (``split_twin``): every split of a Hugging
+Face config has the same features, also where a split never holds a key the whole file has.
+
 A key missing from one record is null in its Parquet struct; ``values_equal`` is that rule.
 Same bytes for the same JSONL (fixed settings, no timestamps).
 """
@@ -27,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -137,6 +141,17 @@ class _TypePlan:
         self.failed: set[str] = set(json_text)
         self._fitters: dict[str, Callable[[object], object]] = {}
 
+    @classmethod
+    def following(cls, columns: list[str], final: dict[str, pa.DataType], failed) -> _TypePlan:
+        """A split twin's plan: its whole file's final types (``failed``: its JSON text
+        columns), no pass 1, every value shaped for its type by the fitter (a key the split
+        never holds is null; for values a declared type takes as they are, that is the same
+        array)."""
+        plan = cls(columns, final, failed)
+        plan.final = {c: pa.string() if c in plan.failed else final[c] for c in columns}
+        plan.inferred = {c for c in columns if c not in plan.failed}
+        return plan
+
     def observe(self, c: str, values: list) -> None:
         if c in self.failed:
             return
@@ -190,7 +205,7 @@ def jsonl_to_parquet(
     declared: dict[str, pa.DataType],
     extra: dict[str, tuple[pa.DataType, Callable[[dict], object]]] | None = None,
     image_columns: tuple[str, ...] = (),
-    json_text: tuple[str, ...] | list[str] = (),
+    plan: _TypePlan | None = None,
     batch_rows: int | None = None,
     group_bytes: int | None = None,
 ) -> ParquetResult:
@@ -199,9 +214,8 @@ def jsonl_to_parquet(
     ``declared``: column -> type to use when every value fits. ``extra``: computed columns
     (name -> (type, row -> value)), e.g. the image bytes for Hugging Face's Image feature,
     appended after ``columns``. Row groups: ``batch_rows`` rows, or fewer once the bytes of
-    the ``extra`` values in the group reach ``group_bytes`` (:class:`_Groups`). ``json_text``:
-    columns to write as JSON text whatever they hold (the split files of a release follow
-    their whole file's types). The ``datasets`` features of the file are stored in the Parquet
+    the ``extra`` values in the group reach ``group_bytes`` (:class:`_Groups`). ``plan``: the
+    types already decided (``split_twin``: the whole file's), else pass 1 decides them. The ``datasets`` features of the file are stored in the Parquet
     schema metadata, ``image_columns`` as Image features (so a bare ``load_dataset("parquet",
     ...)`` decodes the images too).
 
@@ -209,11 +223,13 @@ def jsonl_to_parquet(
     ParquetFamily instead, which falls back to this one where a declared type does not fit.
     """
     extra = extra or {}
-    plan = _TypePlan(columns, declared, json_text)
-    for rows in _lines(src, BATCH_ROWS):
-        for c in columns:
-            plan.observe(c, [r.get(c) for r in rows])
-    final = plan.finish()
+    if plan is None:
+        plan = _TypePlan(columns, declared)
+        for rows in _lines(src, BATCH_ROWS):
+            for c in columns:
+                plan.observe(c, [r.get(c) for r in rows])
+        plan.finish()
+    final = plan.final
     fields = [pa.field(c, final[c]) for c in columns] + [pa.field(n, t) for n, (t, _) in extra.items()]
     schema = _schema(fields, image_columns)
     writer = pq.ParquetWriter(str(dst), schema, **parquet_options(schema))
@@ -347,8 +363,9 @@ def hf_feature_json(t: pa.DataType, *, image: bool = False) -> dict:
 def split_twin(src: Path, dst: Path, *, whole: ParquetResult, columns: list[str], **kwargs) -> ParquetResult:
     """A per-split Parquet file with exactly the column types of the release's whole file, so
     every split of a Hugging Face config has the same features."""
-    declared = {name: whole.schema.field(name).type for name in columns}
-    return jsonl_to_parquet(src, dst, columns=columns, declared=declared, json_text=whole.json_text_columns, **kwargs)
+    final = {name: whole.schema.field(name).type for name in columns}
+    plan = _TypePlan.following(columns, final, whole.json_text_columns)
+    return jsonl_to_parquet(src, dst, columns=columns, declared=final, plan=plan, **kwargs)
 
 
 # ------------------------------------------------------------------------------------------
@@ -380,7 +397,8 @@ class ParquetFamily:
     next to the release folder; the other columns (inferred: ``metadata``, ``provenance``) are
     spooled as their values decoded from their canonical JSON, exactly what a re-read of the
     JSONL gives. ``close`` infers those columns' types, then writes every file in one read of
-    the spool, so memory stays one batch per file. Where a declared column does not fit (a
+    the spool, so memory stays one batch per file: each batch is converted once, and the
+    split twins take their rows from it. Where a declared column does not fit (a
     references workflow's lists), the family stops spooling and ``close`` takes the
     straightforward path over the JSONL files.
     """
@@ -484,57 +502,36 @@ class ParquetFamily:
         return out
 
     def _write(self) -> dict[str, ParquetResult]:
-        # Pass 1 of the free columns: the whole file's, then (their declared types are the
-        # whole file's) each split's, in batches of BATCH_ROWS rows of that file.
+        # Pass 1 of the free columns (the whole file's; every split twin follows its types).
         whole = _TypePlan(self.columns, self.declared)
-        for _, free, _ in self._batches():
+        for _, free, _ in self._batches() if self.free else ():
             for c in self.free:
                 whole.observe(c, free[c])
         final = whole.finish()
-        whole_schema = _schema([pa.field(c, final[c]) for c in self.columns], ())
+        fields = [pa.field(c, final[c]) for c in self.columns]
+        body = pa.schema(fields)
         o = self.options
-        twins = {split: _TypePlan(self.columns, final, whole.failed) for split in self.splits}
-        buffers: dict[str, dict[str, list]] = {s: {c: [] for c in self.free} for s in self.splits}
-        names = list(self.splits)
-
-        def observe(split: str, flush: bool) -> None:
-            buffer = buffers[split]
-            while buffer[self.free[0]] and (flush or len(buffer[self.free[0]]) >= BATCH_ROWS):
-                for c in self.free:
-                    twins[split].observe(c, buffer[c][:BATCH_ROWS])
-                    del buffer[c][:BATCH_ROWS]
-
-        if self.free:
-            for _, free, codes in self._batches():
-                for k, split in enumerate(names):
-                    picked = [i for i, code in enumerate(codes) if code == k]
-                    for c in self.free:
-                        buffers[split][c] += [free[c][i] for i in picked]
-                    observe(split, flush=False)
-            for split in names:
-                observe(split, flush=True)
-        for plan in twins.values():
-            plan.finish()
-        # Pass 2: one read of the spool, every file at once.
-        outputs = {"whole": _Output(self.whole[1], whole, whole_schema, _Groups(ROW_GROUP_ROWS, None), {}, ())}
-        for split, plan in twins.items():
-            split_fields = [pa.field(c, plan.final[c]) for c in self.columns]
-            split_fields += [pa.field(n, t) for n, (t, _) in o.extra.items()]
-            schema = _schema(split_fields, o.image_columns)
+        split_schema = _schema(fields + [pa.field(n, t) for n, (t, _) in o.extra.items()], o.image_columns)
+        failed = sorted(whole.failed)
+        outputs = {"whole": _Output(self.whole[1], _schema(fields, ()), _Groups(ROW_GROUP_ROWS, None), {}, (), failed)}
+        for split, (_, path) in self.splits.items():
             groups = _Groups(o.batch_rows or ROW_GROUP_ROWS, o.group_bytes)
-            outputs[split] = _Output(self.splits[split][1], plan, schema, groups, o.extra, o.extra_inputs)
+            outputs[split] = _Output(path, split_schema, groups, o.extra, o.extra_inputs, failed)
+        names = list(self.splits)
+        # Pass 2: one read of the spool, every file at once; each batch's free columns are
+        # converted once, and a split's rows are taken from the whole batch (split_twin's
+        # values: the whole file's types and shaping, exports/tests/test_parquet_family.py).
         try:
             for batch, free, codes in self._batches():
-                outputs["whole"].add(batch, free)
+                arrays = [whole.array(c, free[c]) if c in free else batch.column(c) for c in self.columns]
+                rows = pa.RecordBatch.from_arrays(arrays, schema=body)
+                outputs["whole"].add(rows)
+                codes = np.asarray(codes, dtype=np.int8)
                 for k, split in enumerate(names):
-                    picked = [i for i, code in enumerate(codes) if code == k]
-                    if not picked:
+                    picked = np.flatnonzero(codes == k)
+                    if not len(picked):
                         continue
-                    if len(picked) == len(codes):
-                        outputs[split].add(batch, free)
-                    else:
-                        idx = pa.array(picked, type=pa.int64())
-                        outputs[split].add(batch.take(idx), {c: [free[c][i] for i in picked] for c in self.free})
+                    outputs[split].add(rows if len(picked) == len(codes) else rows.take(pa.array(picked)))
             return {name: out.close() for name, out in outputs.items()}
         finally:
             for out in outputs.values():
@@ -550,28 +547,26 @@ def _as_read_back(value):
 
 class _Output:
     """One Parquet file of a family: pass 2 in the row groups of ``groups`` (:class:`_Groups`),
-    each row's computed values (``extra``: an image's bytes) computed as its row arrives, so
-    a group holds its own images only."""
+    each row's computed values (``extra``: an image's bytes, from the ``extra_inputs`` read
+    back from the row's Arrow columns) computed as its row arrives, so a group holds its own
+    images only."""
 
-    def __init__(self, path: Path, plan: _TypePlan, schema: pa.Schema, groups: _Groups, extra: dict, extra_inputs):
-        self.path, self.plan, self.schema, self.groups = path, plan, schema, groups
+    def __init__(self, path: Path, schema: pa.Schema, groups: _Groups, extra: dict, extra_inputs, failed: list[str]):
+        self.path, self.schema, self.groups, self.failed = path, schema, groups, failed
         self.extra, self.extra_inputs = extra, extra_inputs
         self._writer = pq.ParquetWriter(str(path), schema, **parquet_options(schema))
-        self._typed: list[pa.RecordBatch] = []
-        self._free: dict[str, list] = {}
+        self._rows: list[pa.RecordBatch] = []
         self._computed: dict[str, list] = {name: [] for name in extra}
         self._pending = 0
         self.rows = 0
         self._closed = False
 
-    def add(self, typed: pa.RecordBatch, free: dict[str, list]) -> None:
-        self._typed.append(typed)
-        for c, values in free.items():
-            self._free.setdefault(c, []).extend(values)
+    def add(self, rows: pa.RecordBatch) -> None:
+        self._rows.append(rows)
         inputs = None
         if self.extra:
-            inputs = {c: free[c] if c in free else typed.column(c).to_pylist() for c in self.extra_inputs}
-        for i in range(typed.num_rows):
+            inputs = {c: rows.column(c).to_pylist() for c in self.extra_inputs}
+        for i in range(rows.num_rows):
             size = 0
             if inputs is not None:
                 row = {c: inputs[c][i] for c in self.extra_inputs}
@@ -584,20 +579,13 @@ class _Output:
                 self._write(self._pending)
 
     def _write(self, n: int) -> None:
-        typed = pa.Table.from_batches(self._typed, schema=self._typed[0].schema)
-        head, rest = typed.slice(0, n), typed.slice(n)
-        self._typed = rest.to_batches() if rest.num_rows else []  # zero-copy: only the head is copied
-        arrays = []
-        for c in self.plan.columns:
-            if c in self._free:
-                arrays.append(self.plan.array(c, self._free[c][:n]))
-            else:
-                arrays.append(head.column(c).combine_chunks())
+        rows = pa.Table.from_batches(self._rows, schema=self._rows[0].schema)
+        head, rest = rows.slice(0, n), rows.slice(n)
+        self._rows = rest.to_batches() if rest.num_rows else []  # zero-copy: only the head is copied
+        arrays = [column.combine_chunks() for column in head.columns]
         for name, (t, _) in self.extra.items():
             arrays.append(pa.array(self._computed[name][:n], type=t))
             del self._computed[name][:n]
-        for c in self._free:
-            del self._free[c][:n]
         self._pending -= n
         self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema), row_group_size=n)
         self.rows += n
@@ -607,7 +595,7 @@ class _Output:
             self._write(self._pending)
         self._writer.close()
         self._closed = True
-        return ParquetResult(file_digest(self.path), self.schema, self.rows, sorted(self.plan.failed))
+        return ParquetResult(file_digest(self.path), self.schema, self.rows, list(self.failed))
 
     def abort(self) -> None:
         if not self._closed:

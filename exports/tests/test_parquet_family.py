@@ -207,3 +207,21 @@ def test_no_rows_at_all(tmp_path):
     files, _ = build(tmp_path, [])
     for name, (got, want) in files.items():
         assert got == want, name
+
+
+def test_every_split_has_the_whole_files_types_also_keys_it_never_holds(tmp_path):
+    # meta.e is always an empty object (a null column), and only val rows have meta.v: a split
+    # deciding its own types would leave v out of train's (Hugging Face then refuses the config)
+    rows = [row(i, split="train", meta={"e": {}, "n": i}) for i in range(6)]
+    rows += [row(6 + i, split="val", meta={"e": {}, "n": i, "v": "only here"}) for i in range(3)]
+    files, streamed = build(tmp_path, rows)
+    for name, (got, want) in files.items():
+        assert got == want, name
+    whole = streamed["whole"].schema
+    meta = whole.field("meta").type
+    assert [f.name for f in meta] == ["e", "n", "v"] and pa.types.is_null(meta.field("e").type)
+    for split in SPLITS:
+        schema = streamed[split].schema
+        assert [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in whole], split
+    train = pq.read_table(tmp_path / "release" / "train.parquet").column("meta").to_pylist()
+    assert train == [{"e": None, "n": i, "v": None} for i in range(6)]
