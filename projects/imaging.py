@@ -9,6 +9,7 @@ type and ``nosniff`` (exports.views.item_image).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -142,8 +143,15 @@ def store_image(checked: CheckedImage) -> str:
     return rel
 
 
+@functools.lru_cache(maxsize=8)
+def _media_root(media_root: str) -> Path:
+    return Path(media_root).resolve()
+
+
 def image_path(rel: str) -> Path:
-    root = Path(settings.MEDIA_ROOT).resolve()
+    """The file of a stored image (``rel`` under MEDIA_ROOT; a path that resolves outside it,
+    through ``..`` or a link, is refused). The root is resolved once per MEDIA_ROOT value."""
+    root = _media_root(str(settings.MEDIA_ROOT))
     path = (root / rel).resolve()
     if root not in path.parents:
         raise ValueError("image path escapes the media root")

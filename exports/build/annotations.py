@@ -9,14 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from django.db import connection
-from django.db.models import CharField, Func, TextField
+from django.db.models import TextField
 from django.db.models.functions import Cast, Coalesce
 
 from annotation.models import Annotation
 from exports.build.records import split_file
 from exports.build.tables import ParquetFamily
 from exports.build.ticker import READ_CHUNK, _Ticker
+from exports.build.times import IsoUtc, iso_in_sql, iso_utc
 from exports.selectors import (
     SplitPlan,
     candidates_by_item,
@@ -39,20 +39,6 @@ def _released_rank(plan: SplitPlan) -> Callable[[int], int]:
     return rank
 
 
-def _iso(ts) -> str | None:
-    """``ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ")``, from isoformat (~4x faster; same text: the
-    first 26 characters of isoformat with microseconds are exactly those fields)."""
-    return ts.isoformat(timespec="microseconds")[:26] + "Z" if ts is not None else None
-
-
-class _IsoUtc(Func):
-    """PostgreSQL: a timestamp as ``_iso`` writes it (``2026-05-28T20:26:40.000000Z``), so
-    rows carry text instead of datetimes to decode and format per annotation."""
-
-    template = "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
-    output_field = CharField()
-
-
 def _annotation_rows(project: Project):
     rows = (
         Annotation.objects.filter(item__project=project, status=Annotation.Status.SUBMITTED)
@@ -61,10 +47,10 @@ def _annotation_rows(project: Project):
         .annotate(values_text=Cast("values", TextField()), provenance_text=Cast("provenance", TextField()))
     )
     head = ("item_id", "annotator_id", "kind", "values_text", "provenance_text", "schema_version")
-    if connection.vendor == "postgresql":
+    if iso_in_sql():
         rows = rows.annotate(
-            first_text=_IsoUtc(Coalesce("first_submitted_at", "submitted_at")),
-            last_text=_IsoUtc(Coalesce("submitted_at", "first_submitted_at")),
+            first_text=IsoUtc(Coalesce("first_submitted_at", "submitted_at")),
+            last_text=IsoUtc(Coalesce("submitted_at", "first_submitted_at")),
         )
         return rows.values_list(*head, "guideline_version", "time_spent_ms", "first_text", "last_text"), True
     return rows.values_list(*head, "guideline_version", "time_spent_ms", "first_submitted_at", "submitted_at"), False
@@ -162,8 +148,8 @@ def _write_annotations(
                     "kind": kind,
                     "submission_order": order[kind],
                     "agreement_slot": None,
-                    "submitted_at": first if as_text else _iso(first or last),
-                    "last_submitted_at": last if as_text else _iso(last or first),
+                    "submitted_at": first if as_text else iso_utc(first or last),
+                    "last_submitted_at": last if as_text else iso_utc(last or first),
                     "values": (json_loads(values) if values else None) or {},
                     "provenance": (json_loads(provenance) if provenance else None) or {},
                     "schema_version": schema_version,

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from django.db.models import TextField
+from django.db.models import F, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Annotation
 from exports.build.tables import IMAGE_DATA_TYPE, IMAGE_GROUP_BYTES, ParquetFamily, SplitOptions
 from exports.build.ticker import READ_CHUNK, _Ticker
+from exports.build.times import IsoUtc, iso_in_sql, iso_utc
 from exports.selectors import (
     SplitPlan,
     coco_fields,
@@ -93,7 +94,7 @@ GOLD_ITEM_COLUMNS = (
     "revision",
     "schema_version",
     "lexicon_version",
-    "created_at",
+    "created_text",
 )
 
 
@@ -105,6 +106,8 @@ def _released_gold_rows(project: Project):
             metadata_text=Cast("item__metadata", TextField()),
             values_text=Cast("values", TextField()),
             provenance_text=Cast("provenance", TextField()),
+            # The decision's time as text (no datetime per record): only the newest is used.
+            created_text=IsoUtc("created_at") if iso_in_sql() else F("created_at"),
         )
         .values_list(*GOLD_ITEM_COLUMNS)
     )
@@ -235,7 +238,7 @@ def _write_records(
             revision,
             schema_version,
             lexicon_version,
-            created_at,
+            created,
         ) in _released_gold_rows(project).iterator(chunk_size=READ_CHUNK):
             split = plan.split_of(item_id)
             if split is None:
@@ -320,8 +323,8 @@ def _write_records(
             counts["by_split"][split] += 1
             for name, counter in gold_counts:
                 counter[str(gold.get(name))] += 1
-            if data_as_of is None or created_at > data_as_of:
-                data_as_of = created_at
+            if data_as_of is None or created > data_as_of:
+                data_as_of = created
             done += 1
             if tick.due():
                 tick("records", done)
@@ -342,7 +345,8 @@ def _write_records(
     parquet_results |= {split_file("records", split, "parquet"): results[split] for split in SPLITS}
     digests |= {name: r.digest for name, r in parquet_results.items()}
     counts["records"] = done
-    counts["data_as_of"] = data_as_of
+    # The newest decision, "2026-05-28T20:26:40.000000Z" (the text compares as the times do).
+    counts["data_as_of"] = data_as_of if isinstance(data_as_of, str) else iso_utc(data_as_of)
     counts["digests"] = digests
     counts["parquet"] = parquet_results
     return counts

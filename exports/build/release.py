@@ -142,7 +142,7 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     if studies is not None:
         digests[STUDY_FILE] = write_json(dest / STUDY_FILE, finite(studies))
 
-    data_as_of = rec["data_as_of"].strftime("%Y-%m-%dT%H:%M:%SZ") if rec["data_as_of"] else None
+    data_as_of = rec["data_as_of"][:19] + "Z" if rec["data_as_of"] else None  # to the second
     manifest = {
         "manifest_schema_version": MANIFEST_SCHEMA_VERSION,
         "format": "concord-release",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -20,7 +21,7 @@ from core.errors import Busy, Invalid
 from exports.archive import ARCHIVE_INDEX
 from exports.factories import annotate_all, gold_create, items_import, recompressed
 from exports.models import ExportJob, NearDuplicatePair, Release
-from exports.selectors import candidates_by_item, release_dir, releases_root
+from exports.selectors import candidates_by_item, release_dir, released_gold_queryset, releases_root
 from exports.services import (
     export_job_run,
     export_job_start,
@@ -346,3 +347,13 @@ def test_parquet_statistics_are_kept_for_ids_numbers_and_categories_not_for_text
     paths = {stats.column(i).path_in_schema: stats.column(i) for i in range(stats.num_columns)}
     assert paths["image.width"].is_stats_set and not paths["image.sha256"].is_stats_set
     assert paths["item_id"].statistics.min <= paths["item_id"].statistics.max
+
+
+def test_data_as_of_is_the_newest_released_decision_to_the_second_in_utc(project, v1, lead):
+    gold = released_gold_queryset(project=project).order_by("item_id").first()
+    # microseconds and another zone: the text is the UTC second, whatever the database stores
+    when = datetime(2031, 5, 28, 20, 26, 40, 987654, tzinfo=timezone(timedelta(hours=5)))
+    type(gold).objects.filter(pk=gold.pk).update(created_at=when)
+    v2 = build(project, lead)
+    assert v2.manifest["data_as_of"] == "2031-05-28T15:26:40Z"
+    assert v1.manifest["data_as_of"] < v2.manifest["data_as_of"]
