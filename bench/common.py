@@ -104,7 +104,8 @@ class RssSampler:
 
     def _resolve(self, offsets: dict[int, int]) -> None:
         """Count the samples taken since the last PSS reading, now that the next one is in."""
-        for t, rss in self._pending:
+        last = len(self._pending) - 1
+        for k, (t, rss) in enumerate(self._pending):
             forked = offsets.keys() - rss.keys()  # a process started after this sample
             parts = {}
             for pid, size in rss.items():
@@ -114,15 +115,16 @@ class RssSampler:
                     parts[pid] = size - offsets[pid]
                 else:  # it ended before the next reading: its last one
                     parts[pid] = size - self._offsets.get(pid, 0)
-            self._count(t, parts)
+            self._count(t, parts, exact=k == last)
         self._pending.clear()
         self._offsets = offsets
 
-    def _count(self, t: float, parts: dict[int, int]) -> None:
+    def _count(self, t: float, parts: dict[int, int], exact: bool) -> None:
         own = parts.get(self.proc.pid, 0)
         total = sum(parts.values())
         if self._timeline is not None:
-            self._timeline.write(f"{t - self.t0:.2f} {own / MB:.0f} {(total - own) / MB:.0f}\n")
+            mark = " pss" if exact else ""  # a PSS reading, not an estimate
+            self._timeline.write(f"{t - self.t0:.2f} {own / MB:.0f} {(total - own) / MB:.0f}{mark}\n")
         if total > self.peak:
             # Where the peak is: when (s into the block), and this process's share of it.
             self.peak, self.peak_at, self.peak_parts = total, t - self.t0, (own, total - own)
@@ -146,7 +148,8 @@ class RssSampler:
         )
 
     def __enter__(self):
-        # BENCH_RSS_TIMELINE=path: every sample as "seconds own_MB children_MB" (where a peak is).
+        # BENCH_RSS_TIMELINE=path: every sample as "seconds own_MB children_MB" (where a peak is),
+        # "pss" after the PSS readings (the others are estimates, see the class docstring).
         path = os.environ.get("BENCH_RSS_TIMELINE")
         self._timeline = open(path, "a", buffering=1) if path else None
         self.t0 = time.perf_counter()
