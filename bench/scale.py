@@ -229,6 +229,30 @@ d82d6c4 -> 32.7 s / 29.0 / 8.4, 356 MB;
 aha (3 annotators) 73.4 s / 76.8 / 10.4, 987 MB at d82d6c4 -> 55.3 s / 54.7 / 10.1, 614 MB
 (alpha contributions over their pairable units, contiguous; annotator pairs counted by one
 int64 key instead of a row-wise unique: 3.3 s).
+
+2026-12-02 night, another machine of this kind. This bench's own sampler was slowing what it
+measured: reading both processes' PSS (smaps_rollup: the kernel walks the page tables, ~15 ms
+for a 900 MB heap of Python objects) every 50 ms took ~40% of a core, in a thread of the
+measured process. The same code (377fec3) back to back: 156.4 and 145.3 s with it, 96.1 s
+with PSS read every 5 s. It now reads PSS once a second (and when a child starts or ends) and
+RSS counters every 50 ms in between, each counted as an upper bound of its PSS (bench/common.
+RssSampler); the samplers' own CPU is no longer counted. Machine speed varies here too: a
+pure-Python loop (30M iterations) took 3.36-4.42 s within the hour, and so do the runs:
+
+    release build, end to end        wall s  CPU s  PG CPU s  RSS+ MB  peak: when, parent / children
+    377fec3, new sampler               116.6   163.7    25.5       301
+    + split twins follow the whole
+      file's types and take their rows
+      from its batches; decision times
+      as text (698ba55)                113.4   151.1    28.8       316  82 s, +50 / 265
+    the same, machine slower (loop
+      4.42 s)                          140.3   183.4    36.6       315  105 s, +39 / 277
+                                                                        (largest PSS reading 305)
+
+The records' Parquet close: 27.1 -> 15.8 s, annotations' 9.1 -> 4.4 s (same bytes: every file
+of a 100k release compared by sha256). The peak is where the parent's records close (+40-50
+MB) meets the child's annotations close (+37 MB: a 100k close alone is +45 MB, before and
+after the change, and +70 MB for records, of which the Arrow pool holds 13 MB).
 """
 
 from __future__ import annotations
