@@ -215,9 +215,10 @@ def jsonl_to_parquet(
     (name -> (type, row -> value)), e.g. the image bytes for Hugging Face's Image feature,
     appended after ``columns``. Row groups: ``batch_rows`` rows, or fewer once the bytes of
     the ``extra`` values in the group reach ``group_bytes`` (:class:`_Groups`). ``plan``: the
-    types already decided (``split_twin``: the whole file's), else pass 1 decides them. The ``datasets`` features of the file are stored in the Parquet
-    schema metadata, ``image_columns`` as Image features (so a bare ``load_dataset("parquet",
-    ...)`` decodes the images too).
+    types already decided (``split_twin``: the whole file's), else pass 1 decides them. The
+    ``datasets`` features of the file are stored in the Parquet schema metadata,
+    ``image_columns`` as Image features (so a bare ``load_dataset("parquet", ...)`` decodes
+    the images too).
 
     The straightforward path, which re-reads the file: a release streams its rows into
     ParquetFamily instead, which falls back to this one where a declared type does not fit.
