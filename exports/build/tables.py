@@ -148,7 +148,7 @@ class _TypePlan:
         never holds is null; for values a declared type takes as they are, that is the same
         array)."""
         plan = cls(columns, final, failed)
-        plan.final = {c: pa.string() if c in plan.failed else final[c] for c in columns}
+        plan.final = dict(final)  # the JSON text columns are text there already
         plan.inferred = {c for c in columns if c not in plan.failed}
         return plan
 
