@@ -7,6 +7,9 @@ connection. Its result comes back pickled through a pipe.
 
 Only where it is safe: PostgreSQL (a forked child cannot see an SQLite test database held in
 memory) and outside a transaction (a child would not see uncommitted rows), with ``os.fork``.
+A piece of work either process may do (the release's candidates, whichever half is free
+first) is a :class:`Claim`: one token in a pipe made before the fork, which one read takes.
+
 Django's connections are closed before the fork, and the child forgets any it still
 inherited, so that parent and child each talk over their own (a shared socket would mix
 their conversations). The child leaves with ``os._exit``: no inherited clean-up (Celery's,
@@ -125,3 +128,27 @@ class Forked:
             pass
         with contextlib.suppress(OSError):
             os.close(self._read)
+
+
+class Claim:
+    """A piece of work that whichever of a parent and its forked part reaches first does:
+    ``take()`` is True in exactly one of them. Made before the fork: a pipe holding one byte,
+    its write end closed, so the first read gets the byte and every later one the end of the
+    pipe (a read of one byte from a pipe is atomic). ``close()`` in each process after."""
+
+    def __init__(self):
+        read, write = os.pipe()
+        os.write(write, b"1")
+        os.close(write)
+        self._read: int | None = read
+
+    def take(self) -> bool:
+        if self._read is None:
+            return False
+        return os.read(self._read, 1) == b"1"
+
+    def close(self) -> None:
+        if self._read is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._read)
+            self._read = None

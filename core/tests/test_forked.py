@@ -8,7 +8,7 @@ import time
 import pytest
 from django.db import connection, connections
 
-from core.forked import Forked, ForkedPartFailed, fork_possible
+from core.forked import Claim, Forked, ForkedPartFailed, fork_possible
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -55,3 +55,17 @@ def test_no_fork_inside_a_transaction(transactional_db):
     with transaction.atomic():
         assert not fork_possible()
     assert fork_possible()
+
+
+def test_a_claim_is_taken_by_exactly_one_of_the_parent_and_its_part():
+    for child_first in (True, False):
+        claim = Claim()
+        if child_first:
+            assert Forked(claim.take).result() is True
+            assert claim.take() is False
+        else:
+            assert claim.take() is True
+            assert Forked(claim.take).result() is False
+        assert claim.take() is False  # and never again
+        claim.close()
+        assert claim.take() is False

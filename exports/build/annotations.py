@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 from django.db.models import TextField
 from django.db.models.functions import Cast, Coalesce
@@ -28,15 +26,6 @@ from exports.writers import (
     records_arrow_schema,
 )
 from projects.models import Project
-
-
-def _released_rank(plan: SplitPlan) -> Callable[[int], int]:
-    ids = plan.released_ids
-
-    def rank(item_id: int) -> int:
-        return int(np.searchsorted(ids, item_id))
-
-    return rank
 
 
 def _annotation_rows(project: Project):
@@ -91,7 +80,7 @@ def _write_annotations(
     (dest / "annotations").mkdir()
     per_split = {split: JsonlWriter(dest / split_file("annotations", split, "jsonl")) for split in SPLITS}
     parquet = _parquet_family(project=project, dest=dest, kind="annotations")
-    rank = _released_rank(plan)
+    released = 0  # items so far, the progress (no copy of the released ids to rank them)
     rows, as_text = _annotation_rows(project)
     buffer: list[dict] = []
     current = None
@@ -133,8 +122,9 @@ def _write_annotations(
                 flush()
                 buffer, current, order = [], item_id, Counter()
                 if tick.due():
-                    tick("annotations", offset + rank(item_id))
+                    tick("annotations", offset + released)
                 split = plan.split_of(item_id)
+                released += split is not None
             if split is None:
                 continue
             who = pseudonyms[(kind, annotator_id)]
@@ -186,15 +176,16 @@ def _write_candidates(*, project: Project, plan: SplitPlan, dest: Path, tick: _T
     (dest / "candidates").mkdir()
     per_split = {split: JsonlWriter(dest / split_file("candidates", split, "jsonl")) for split in SPLITS}
     parquet = _parquet_family(project=project, dest=dest, kind="candidates")
-    rank = _released_rank(plan)
+    released = 0  # items so far, the progress
     models: Counter = Counter()
     try:
         for item_id, cands in candidates_by_item(project=project, chunk_size=READ_CHUNK):
             if tick.due():
-                tick("candidates", offset + rank(item_id))
+                tick("candidates", offset + released)
             split = plan.split_of(item_id)
             if split is None:
                 continue
+            released += 1
             for c in cands:
                 models[(c["provider__name"], c["model_name"])] += 1
                 rec = {

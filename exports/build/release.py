@@ -15,7 +15,7 @@ from pathlib import Path
 
 from adjudication.services import lexicon_current
 from candidates.prompts import prompt_for_project
-from core.forked import Forked, fork_possible
+from core.forked import Claim, Forked, fork_possible
 from exports.build.agreement import release_agreement
 from exports.build.annotations import _write_annotations, _write_candidates
 from exports.build.croissant import croissant
@@ -73,9 +73,18 @@ def _features(results: dict) -> dict[str, list[dict]]:
     return out
 
 
-def _tables(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, tick: _Ticker | None = None):
+def _tables(
+    *,
+    project: Project,
+    plan: SplitPlan,
+    dest: Path,
+    pseudonyms: dict,
+    tick: _Ticker | None = None,
+    candidates_claim: Claim | None = None,
+):
     """annotations.*, candidates.* (files in ``dest``) and the agreement figures of the
-    released items: (annotations result, candidates result, agreement dict)."""
+    released items: (annotations result, candidates result, agreement dict). The candidates
+    only when ``candidates_claim`` is None or this part takes it (else None: the parent did)."""
     n = int(plan.released.sum())
     tick = tick or _Ticker(lambda *_: None, total=3 * n + 1)  # a forked part: the parent reports
     # The agreement figures first: forked, their peak then meets the records' streaming, not
@@ -86,8 +95,10 @@ def _tables(*, project: Project, plan: SplitPlan, dest: Path, pseudonyms: dict, 
     tick("annotations", n, force=True)
     annotations = _write_annotations(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, offset=n)
     release_free_memory()
-    tick("candidates", 2 * n, force=True)
-    candidates = _write_candidates(project=project, plan=plan, dest=dest, tick=tick, offset=2 * n)
+    candidates = None
+    if candidates_claim is None or candidates_claim.take():
+        tick("candidates", 2 * n, force=True)
+        candidates = _write_candidates(project=project, plan=plan, dest=dest, tick=tick, offset=2 * n)
     return annotations, candidates, agreement
 
 
@@ -107,15 +118,27 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     # The records and the rest (annotations, candidates, agreement figures) read and write
     # disjoint things: on PostgreSQL, outside a transaction, the rest runs in a forked process
     # on the other core (core.forked; bench/scale.py), else after the records, in this one.
+    # The candidates go to whichever is free first: at 1M items the records end ~20 s before
+    # the forked part's annotations do, and the candidates take ~15 s.
     release_free_memory()  # the split plan's temporaries: the forked part would share them
-    part = Forked(_tables, project=project, plan=plan, dest=dest, pseudonyms=pseudonyms) if fork_possible() else None
+    part = claim = None
+    if fork_possible():
+        claim = Claim()
+        part = Forked(_tables, project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, candidates_claim=claim)
     try:
         rec = _write_records(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, card=card)
         release_free_memory()
         if part is not None:
-            phase = "annotations, candidates and agreement"
-            tick(phase, n, force=True)
-            annotations, candidates, agreement = part.result(waiting=lambda: tick(phase, n))
+            mine, done = None, n  # the progress counts the parts done here (it never goes back)
+            if claim.take():
+                tick("candidates", n, force=True)
+                mine = _write_candidates(project=project, plan=plan, dest=dest, tick=tick, offset=n)
+                release_free_memory()
+                done = 2 * n
+            phase = "annotations and agreement" if mine else "annotations, candidates and agreement"
+            tick(phase, done, force=True)
+            annotations, candidates, agreement = part.result(waiting=lambda: tick(phase, done))
+            candidates = candidates or mine
         else:
             annotations, candidates, agreement = _tables(
                 project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick
@@ -123,6 +146,7 @@ def release_build(*, project: Project, plan: SplitPlan, dest: Path, progress: Pr
     finally:
         if part is not None:
             part.stop()
+            claim.close()
     digests: dict[str, FileDigest] = dict(rec.pop("digests"))
     digests.update(annotations.digests)
     digests.update(candidates.digests)

@@ -439,7 +439,8 @@ class ParquetFamily:
             self._spool()
 
     def _spool(self) -> None:
-        rows, self._rows = self._rows, []
+        # The batch's split codes go with it (a list of every row's was 16 MB at 2M annotations).
+        rows, codes, self._rows, self._codes = self._rows, self._codes, [], []
         if not rows or self._straightforward:
             return
         try:
@@ -449,7 +450,7 @@ class ParquetFamily:
             return
         self._arrow.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self._typed_schema))
         free = {c: [_as_read_back(r.get(c)) for r in rows] for c in self.free}
-        pickle.dump((free, self._codes[-len(rows) :]), self._values, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((free, codes), self._values, protocol=pickle.HIGHEST_PROTOCOL)
         self.rows += len(rows)
 
     def _batches(self) -> Iterator[tuple[pa.RecordBatch, dict, list[int]]]:

@@ -143,11 +143,13 @@ class SplitPlan:
         return _Positions(self.node_ids)
 
     @cached_property
-    def _split_names(self) -> list[str | None]:
-        # Through an object array of the few names: no list of 1M ints and bools on the way
-        # (~40 MB of free heap the release then kept, bench/scale.py).
-        names = np.array([*SPLITS, None], dtype=object)
-        return names[np.where(self.released, self.splits, len(SPLITS))].tolist()
+    def _split_codes(self) -> bytes:
+        # One byte per item (its split's index, len(SPLITS) when not released): indexing bytes
+        # gives a cached small int, as fast as a list of the names, which was 8 MB at 1M items
+        # in each process of a release (bench/scale.py).
+        return np.where(self.released, self.splits, len(SPLITS)).astype(np.uint8).tobytes()
+
+    _SPLIT_NAMES = (*SPLITS, None)
 
     def index_of(self, item_id: int) -> int | None:
         return self._positions.get(item_id)
@@ -155,7 +157,7 @@ class SplitPlan:
     def split_of(self, item_id: int) -> str | None:
         """The item's split, or None when it is not released."""
         i = self._positions.get(item_id)
-        return None if i is None else self._split_names[i]
+        return None if i is None else self._SPLIT_NAMES[self._split_codes[i]]
 
     def group_of_item(self, item_id: int) -> int:
         return int(self.group_of[self._positions[item_id]])

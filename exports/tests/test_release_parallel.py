@@ -64,6 +64,47 @@ def test_the_forked_build_writes_the_same_bytes_as_one_process(project, dup_gold
     assert Release.objects.filter(project=project).count() == 2
 
 
+@pytest.mark.parametrize("slow", ["records", "annotations"])
+def test_the_candidates_go_to_whichever_half_is_free_first_with_the_same_bytes(
+    project, dup_gold, lead, settings, forks, monkeypatch, tmp_path, slow
+):
+    """The half that is slowed is not the one that writes the candidates, and the files are
+    the one-process build's either way."""
+    import time
+
+    candidates_create(dup_gold[0], [MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, MEME3W_HARMFUL])
+    settings.JOB_PARTS_IN_PARALLEL = False
+    single = build(project, lead)
+    writers = tmp_path / "writers"
+
+    def slowed(fn):
+        def run(**kwargs):
+            time.sleep(1.5)
+            return fn(**kwargs)
+
+        return run
+
+    def noted(**kwargs):
+        with open(writers, "a") as fh:  # the forked child's record reaches the parent's file
+            fh.write(f"{os.getpid()}\n")
+        return write_candidates(**kwargs)
+
+    write_candidates = release_module._write_candidates
+    name = "_write_records" if slow == "records" else "_write_annotations"
+    monkeypatch.setattr(release_module, name, slowed(getattr(release_module, name)))
+    monkeypatch.setattr(release_module, "_write_candidates", noted)
+    settings.JOB_PARTS_IN_PARALLEL = True
+    forked = build(project, lead)
+    assert forks == ["_tables"]
+    pids = writers.read_text().split()
+    assert len(pids) == 1, "the candidates were written once"
+    assert (pids[0] == str(os.getpid())) == (slow == "annotations")
+    a, b = files_of(forked), files_of(single)
+    assert sorted(a) == sorted(b) and "candidates.parquet" in a
+    assert [name for name in a if a[name] != b[name]] == []
+    assert forked.manifest_sha256 == single.manifest_sha256
+
+
 def test_a_part_that_fails_or_dies_fails_the_build_and_publishes_nothing(
     project, dup_gold, lead, settings, forks, monkeypatch
 ):
