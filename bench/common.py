@@ -75,7 +75,8 @@ class RssSampler:
     reading. That difference (the pages it shares, in part) only shrinks while no process
     forks (shared pages get written or freed), so each estimate is an upper bound of its PSS.
     Two exceptions: a sample taken before a fork the next reading sees counts as plain RSS,
-    and a process that ended before the next reading takes its last reading's difference.
+    and one taken before a process ended that the next reading no longer sees counts every
+    process with its last reading's difference (there, an estimate: not a bound).
     """
 
     #: Seconds between samples, samples between PSS readings and between scans for children.
@@ -107,14 +108,19 @@ class RssSampler:
         last = len(self._pending) - 1
         for k, (t, rss) in enumerate(self._pending):
             forked = offsets.keys() - rss.keys()  # a process started after this sample
+            ended = rss.keys() - offsets.keys()  # and one that ended after it
             parts = {}
             for pid, size in rss.items():
                 if forked:
                     parts[pid] = size  # its parent's shared pages grew since: plain RSS
-                elif pid in offsets:
+                elif ended:
+                    # The survivors' next difference no longer holds the pages they shared with
+                    # the one that ended: with it, the ended process's share counted twice (a
+                    # false +95 MB at the end of a 1M-item release's forked part). Every process
+                    # takes its last reading's difference; one that is exiting, at most its RSS.
+                    parts[pid] = max(0, size - self._offsets.get(pid, 0))
+                else:
                     parts[pid] = size - offsets[pid]
-                else:  # it ended before the next reading: its last one
-                    parts[pid] = size - self._offsets.get(pid, 0)
             self._count(t, parts, exact=k == last)
         self._pending.clear()
         self._offsets = offsets

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -80,10 +81,24 @@ def _writable(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def _holds_null(t: pa.DataType) -> bool:
+    """Whether ``t`` is or holds (in a struct or list) the null type of an always-empty object."""
+    if pa.types.is_null(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_holds_null(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _holds_null(t.value_type)
+    return False
+
+
 def _fitter(t: pa.DataType) -> Callable[[object], object]:
     """A function shaping a value for ``t``: nothing where the type is null (an always-empty
     object), struct keys in the type's order (missing ones null), the same for list items.
-    Built once per column type: the type tests do not run per value."""
+    Built once per column type: the type tests do not run per value. Needed only where ``t``
+    holds a null type (``_holds_null``): elsewhere ``pa.array`` itself takes a struct's
+    fields by name, in any order, a missing key as null (and leaves out keys it has no field
+    for, as the fitter does)."""
     if pa.types.is_null(t):
         return lambda value: None
     if pa.types.is_struct(t):
@@ -139,7 +154,7 @@ class _TypePlan:
         self.types: dict[str, pa.DataType | None] = dict.fromkeys(columns)
         self.fits = {c: c in declared for c in columns}
         self.failed: set[str] = set(json_text)
-        self._fitters: dict[str, Callable[[object], object]] = {}
+        self._fitters: dict[str, Callable[[object], object] | None] = {}
 
     @classmethod
     def following(cls, columns: list[str], final: dict[str, pa.DataType], failed) -> _TypePlan:
@@ -185,10 +200,12 @@ class _TypePlan:
         if c in self.failed:
             values = [None if v is None else canonical_json(v) for v in values]
         elif c in self.inferred:
-            fit = self._fitters.get(c)
-            if fit is None:
-                fit = self._fitters[c] = _fitter(self.final[c])
-            values = [fit(v) for v in values]
+            if c not in self._fitters:
+                t = self.final[c]
+                self._fitters[c] = _fitter(t) if _holds_null(t) else None
+            fit = self._fitters[c]
+            if fit is not None:
+                values = [fit(v) for v in values]
         return pa.array(values, type=self.final[c])
 
 
@@ -541,10 +558,19 @@ class ParquetFamily:
 
 
 def _as_read_back(value):
-    """``value`` as decoding its canonical JSON gives it back (keys sorted, tuples as lists)."""
+    """``value`` as decoding its canonical JSON gives it back (keys sorted, tuples as lists).
+
+    Straight through orjson (3.2x ``json_loads(canonical_json_bytes(value))`` on a release's
+    metadata and provenance, 2M values at 1M records): the same value, since the text checks
+    of those two only keep the text byte-identical to the stdlib's (floats) or catch integers
+    beyond 64 bits, which ``orjson.dumps`` refuses (TypeError: the careful path, as for keys
+    that are not text)."""
     if value is None or isinstance(value, str):
         return value
-    return json_loads(canonical_json_bytes(value))
+    try:
+        return orjson.loads(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+    except TypeError:
+        return json_loads(canonical_json_bytes(value))
 
 
 class _Output:

@@ -71,3 +71,46 @@ def test_hugging_face_features():
         "_type": "List",
         "feature": {"a": {"_type": "Value", "dtype": "bool"}},
     }
+
+
+def test_the_fitter_runs_only_where_pyarrow_alone_would_differ():
+    """A struct or list type without a null type inside: ``pa.array`` of the raw values is the
+    fitted array (fields by name in any order, missing keys null, unknown keys left out)."""
+    from exports.build.tables import _fitter, _holds_null
+
+    inner = pa.struct([("p", pa.int64()), ("q", pa.string())])
+    t = pa.struct([("a", pa.int64()), ("b", pa.struct([("x", pa.string()), ("y", pa.list_(inner))]))])
+    values = [
+        {"b": {"y": [{"q": "z"}, {"q": "w", "p": 1, "extra": 3}], "x": "s"}, "a": 1},
+        {"a": 2, "unknown": {"deep": True}},
+        None,
+        {"b": None},
+        {"b": {"y": None}},
+        {},
+    ]
+    assert not _holds_null(t)
+    fit = _fitter(t)
+    assert pa.array(values, type=t).equals(pa.array([fit(v) for v in values], type=t))
+    with_null = pa.struct([("a", pa.int64()), ("e", pa.list_(pa.struct([("n", pa.null())])))])
+    assert _holds_null(with_null) and _holds_null(pa.null()) and not _holds_null(pa.list_(pa.string()))
+    fit = _fitter(with_null)
+    assert pa.array([fit({"a": 1, "e": [{"n": {}}]})], type=with_null).to_pylist() == [{"a": 1, "e": [{"n": None}]}]
+
+
+def test_a_value_as_read_back_is_what_decoding_its_canonical_json_gives():
+    from exports.build.tables import _as_read_back
+    from exports.writers import canonical_json_bytes, json_loads
+
+    values = [
+        {"b": 1, "a": {"z": [1, 2.5, (3, 4)], "y": "é\u2028\U0001f600"}},
+        {"big": 2**70, "neg": -(2**63), "u64": 2**64 - 1, "tiny": 1e-7, "nan": float("nan"), "inf": float("inf")},
+        {1: "a non-text key"},
+        [{"k": None}, True, False, 0.1 + 0.2],
+        "text",
+        None,
+        7,
+    ]
+    for v in values:
+        expected = json_loads(canonical_json_bytes(v))
+        got = _as_read_back(v)
+        assert json.dumps(got, sort_keys=False) == json.dumps(expected, sort_keys=False), v
