@@ -922,6 +922,17 @@ def loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def machine_speed() -> str:
+    """Seconds of a fixed pure-Python loop (30M additions): this kind's speed varies within an
+    hour (2.1 s to 4.4 s seen on one machine, the stages' times with it), so figures of
+    different runs compare only beside it."""
+    t = time.perf_counter()
+    x = 0
+    for i in range(30_000_000):
+        x += i
+    return f"a 30M-iteration Python loop took {time.perf_counter() - t:.2f} s"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--items", type=int, default=1_000_000)
@@ -960,7 +971,7 @@ def main() -> int:
     print(
         f"bench/scale.py: {'the stored' if args.reuse else f'{args.items:,}'} items per project "
         f"({', '.join(args.presets)}), database {args.db}, "
-        f"{os.cpu_count()} CPUs, load average before {loadavg()}",
+        f"{os.cpu_count()} CPUs, load average before {loadavg()}; machine speed: {machine_speed()}",
         flush=True,
     )
     t_setup = time.perf_counter()
@@ -995,7 +1006,8 @@ def main() -> int:
     from quality import agreement
 
     print(
-        f"\nload average after {loadavg()}; bootstrap resamples per CI: {agreement.RESAMPLES:,} "
+        f"\nload average after {loadavg()}; machine speed after: {machine_speed()}; "
+        f"bootstrap resamples per CI: {agreement.RESAMPLES:,} "
         f"(quality.agreement.RESAMPLES, the same at every size)\n"
     )
     print(f"MEASURED at {args.items:,} items:")
