@@ -253,6 +253,35 @@ The records' Parquet close: 27.1 -> 15.8 s, annotations' 9.1 -> 4.4 s (same byte
 of a 100k release compared by sha256). The peak is where the parent's records close (+40-50
 MB) meets the child's annotations close (+37 MB: a 100k close alone is +45 MB, before and
 after the change, and +70 MB for records, of which the Arrow pool holds 13 MB).
+
+2026-12-03, another machine of this kind, fast at first (the module-level loop 2.1 s), then
+slower (3.3-3.6 s) and back (2.3-2.7 s); a fresh 1M meme3w set-up. "PSS max" is the largest
+exact reading, RSS+ the bench's figure (its estimates between readings included):
+
+    release build, end to end        loop s  wall s  CPU s  PG CPU s  RSS+ MB  PSS max
+    start of the session (f7368a4)    2.1-2.3    99.2   126.9    27.1      314     +289
+    the same, again                      -       89.9   115.9    24.8      305     +291
+    no list of every row's split code,
+      no 1M-name list, no released-id
+      copy for the progress              2.1      87.2   109.7    23.2      276     +253
+    + the candidates to whichever half
+      is free first (fb3e5c6)          3.3-3.6   159.7   202.7    50.6      272     +265
+    fb3e5c6 again                        3.25    128.8   173.2    30.2      315*       -
+    + values read back straight
+      through orjson, no fitter where
+      pyarrow takes the values (ba60e3d) 2.3-2.5  124.9   170.1    33.1      312*     +259
+    + the sampler fix below            2.5-2.7   116.9   154.9    31.5      271     +262
+    the same, again                      -      117.9   158.0    30.8      268     +254
+
+(* the sampler's exit artifact: when the forked part ended, the samples since the last reading
+counted the parent with its next difference, which no longer held the pages it had shared, and
+the child as well: a false +95 MB, fixed in bench.common.RssSampler.) The memory peak is no
+longer the two Parquet closes meeting (now +253 to +265 where the child's agreement figures
+meet the parent's records streaming). The split plan alone peaks at +256 MB (VmHWM, measured
+apart: 243 MB of it traced Python and numpy memory), before the fork: the next target. The
+parts at loop 2.5-2.7 s: plan 10 s, records 73 (their Parquet close 16.5), candidates in the
+parent 26 (it finished first); child agreement 29, annotations 53. Every file of a release of
+ba60e3d was byte-identical to one of fb3e5c6 (manifest's sha256 of all 38 data files).
 """
 
 from __future__ import annotations
@@ -923,9 +952,9 @@ def loadavg() -> str:
 
 
 def machine_speed() -> str:
-    """Seconds of a fixed pure-Python loop (30M additions): this kind's speed varies within an
-    hour (2.1 s to 4.4 s seen on one machine, the stages' times with it), so figures of
-    different runs compare only beside it."""
+    """Seconds of a fixed pure-Python loop (30M additions in a function): this kind's speed
+    varies within an hour (the same loop at module level took 2.1 to 4.4 s on one machine,
+    and the stages' times moved with it), so figures of different runs compare only beside it."""
     t = time.perf_counter()
     x = 0
     for i in range(30_000_000):
