@@ -31,7 +31,7 @@ from core.jobs import (
 )
 from core.models import ACTIVE
 from exports.archive import ARCHIVE_INDEX, ArchiveLayout, archive_index_write, archive_name, archive_time
-from exports.build import release_build
+from exports.build import ReleaseInputs, release_build
 from exports.hub import HubConfigError, check_repo_id, hub_push_folder, hub_token
 from exports.models import DedupScan, ExportJob, HubPush, NearDuplicatePair, PairStatus, Release, ReleaseSettings
 from exports.selectors import release_dir, release_settings_get, released_gold_queryset, releases_root, split_plan
@@ -281,6 +281,7 @@ def _build(job: ExportJob, progress: Progress) -> None:
     building.mkdir(parents=True, exist_ok=True)
     _remove_build_folders(job)  # from a worker killed while building this job
     tmp = building / f"job-{job.pk}-{uuid.uuid4().hex}"
+    inputs = ReleaseInputs(project)  # read beside the scan and the plan, where it can be
     progress(0, 0, phase="near-duplicate scan", force=True)
     near_duplicates_detect(project=project)
     progress(phase="splits", force=True)
@@ -291,7 +292,7 @@ def _build(job: ExportJob, progress: Progress) -> None:
     def tick(phase: str, done: int, total: int) -> None:
         progress(done, total, phase=phase)
 
-    result = release_build(project=project, plan=plan, dest=tmp, progress=tick)
+    result = release_build(project=project, plan=plan, dest=tmp, progress=tick, inputs=inputs)
     progress(phase="archive", force=True)
     # One active build per project (a constraint): the next number is this build's, so the
     # archive (whose folder name holds it) is laid out and hashed here, outside the lock.

@@ -15,5 +15,6 @@ from exports.build.datasheet import (  # noqa: F401
 )
 from exports.build.release import (  # noqa: F401
     BuildResult,
+    ReleaseInputs,
     release_build,
 )

@@ -134,3 +134,45 @@ def test_a_part_that_fails_or_dies_fails_the_build_and_publishes_nothing(
     monkeypatch.undo()
     settings.JOB_PARTS_IN_PARALLEL = True
     assert build(project, lead).number == 1
+
+
+def backends() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def test_the_inputs_are_read_in_a_thread_over_its_own_connection_which_it_closes(project, dup_gold, lead, settings):
+    import threading
+
+    from exports.build import ReleaseInputs
+    from exports.selectors import annotator_pseudonyms, release_card_settings
+
+    settings.JOB_PARTS_IN_PARALLEL = True
+    before = backends()
+    inputs = ReleaseInputs(project)
+    assert inputs._thread is not None and inputs._thread.name == "release-inputs"
+    card, pseudonyms = inputs.get()
+    assert not inputs._thread.is_alive()
+    assert (card, pseudonyms) == (release_card_settings(project=project), annotator_pseudonyms(project=project))
+    assert pseudonyms and all(isinstance(v, str) for v in pseudonyms.values())
+    assert backends() == before, "the thread's connection was closed"
+    assert not [t for t in threading.enumerate() if t.name == "release-inputs"]
+    settings.JOB_PARTS_IN_PARALLEL = False
+    assert ReleaseInputs(project)._thread is None  # read when asked, in this thread
+
+
+def test_a_failure_reading_the_inputs_fails_the_build_with_its_message(project, dup_gold, lead, settings, monkeypatch):
+    settings.JOB_PARTS_IN_PARALLEL = True
+
+    def broken(**kwargs):
+        raise RuntimeError("pseudonyms unreadable")
+
+    monkeypatch.setattr(release_module, "annotator_pseudonyms", broken)
+    job = export_job_start(project=project, user=lead, enqueue=False)
+    assert export_job_run(job=job) is None
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.FAILED and "pseudonyms unreadable" in job.error
+    assert not Release.objects.filter(project=project).exists()
+    monkeypatch.undo()
+    assert build(project, lead).number == 1
