@@ -7,8 +7,8 @@ connection. Its result comes back pickled through a pipe.
 
 Only where it is safe: PostgreSQL (a forked child cannot see an SQLite test database held in
 memory) and outside a transaction (a child would not see uncommitted rows), with ``os.fork``.
-A piece of work either process may do (the release's candidates, whichever half is free
-first) is a :class:`Claim`: one token in a pipe made before the fork, which one read takes.
+Work either process may do (the parts of a release's candidates, each taken by whichever
+half is free) is :class:`Claims`: numbers in a pipe made before the fork, one read each.
 
 Django's connections are closed before the fork, and the child forgets any it still
 inherited, so that parent and child each talk over their own (a shared socket would mix
@@ -130,22 +130,26 @@ class Forked:
             os.close(self._read)
 
 
-class Claim:
-    """A piece of work that whichever of a parent and its forked part reaches first does:
-    ``take()`` is True in exactly one of them. Made before the fork: a pipe holding one byte,
-    its write end closed, so the first read gets the byte and every later one the end of the
-    pipe (a read of one byte from a pipe is atomic). ``close()`` in each process after."""
+class Claims:
+    """Pieces of work that a parent and its forked part share: each takes the next piece when it
+    is free, and ``take()`` gives every piece to exactly one of them (then None). Made before
+    the fork: a pipe holding the pieces' numbers, one byte each, its write end closed, so each
+    read of one byte takes the next number and a read after the last gets the end of the pipe
+    (a read of one byte from a pipe is atomic). ``close()`` in each process after."""
 
-    def __init__(self):
+    def __init__(self, count: int):
+        if not 0 <= count <= 256:
+            raise ValueError("from 0 to 256 pieces")
         read, write = os.pipe()
-        os.write(write, b"1")
+        os.write(write, bytes(range(count)))  # within the pipe's buffer (at least 4 KB)
         os.close(write)
         self._read: int | None = read
 
-    def take(self) -> bool:
+    def take(self) -> int | None:
         if self._read is None:
-            return False
-        return os.read(self._read, 1) == b"1"
+            return None
+        got = os.read(self._read, 1)
+        return got[0] if got else None
 
     def close(self) -> None:
         if self._read is not None:

@@ -8,7 +8,7 @@ import time
 import pytest
 from django.db import connection, connections
 
-from core.forked import Claim, Forked, ForkedPartFailed, fork_possible
+from core.forked import Claims, Forked, ForkedPartFailed, fork_possible
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -57,15 +57,17 @@ def test_no_fork_inside_a_transaction(transactional_db):
     assert fork_possible()
 
 
-def test_a_claim_is_taken_by_exactly_one_of_the_parent_and_its_part():
-    for child_first in (True, False):
-        claim = Claim()
-        if child_first:
-            assert Forked(claim.take).result() is True
-            assert claim.take() is False
-        else:
-            assert claim.take() is True
-            assert Forked(claim.take).result() is False
-        assert claim.take() is False  # and never again
-        claim.close()
-        assert claim.take() is False
+def test_claims_give_each_piece_to_exactly_one_of_the_parent_and_its_part():
+    def take_some(claims, n):
+        return [claims.take() for _ in range(n)]
+
+    claims = Claims(5)
+    assert claims.take() == 0
+    assert Forked(take_some, claims, 2).result() == [1, 2]
+    assert take_some(claims, 4) == [3, 4, None, None]  # and never again
+    assert Forked(claims.take).result() is None
+    claims.close()
+    assert claims.take() is None
+    assert Claims(0).take() is None
+    with pytest.raises(ValueError):
+        Claims(257)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ from django.db.models.functions import Cast, Coalesce
 
 from annotation.models import Annotation
 from exports.build.records import split_file
-from exports.build.tables import ParquetFamily
+from exports.build.tables import ParquetFamily, SpoolPart
 from exports.build.ticker import READ_CHUNK, _Ticker
 from exports.build.times import IsoUtc, iso_in_sql, iso_utc
 from exports.selectors import (
@@ -21,6 +22,7 @@ from exports.selectors import (
 )
 from exports.splitting import SPLITS
 from exports.writers import (
+    HashingFile,
     JsonlWriter,
     json_loads,
     records_arrow_schema,
@@ -169,17 +171,29 @@ def _close(out: JsonlWriter, per_split: dict, parquet: ParquetFamily, *, kind: s
     return Written(digests=digests, count=out.count, by_split=by_split, parquet=files, **more)
 
 
-def _write_candidates(*, project: Project, plan: SplitPlan, dest: Path, tick: _Ticker, offset: int) -> Written:
-    """candidates.jsonl (and per split, and Parquet): the latest successful candidate per
-    provider, with its model name."""
-    out = JsonlWriter(dest / "candidates.jsonl")
-    (dest / "candidates").mkdir()
-    per_split = {split: JsonlWriter(dest / split_file("candidates", split, "jsonl")) for split in SPLITS}
-    parquet = _parquet_family(project=project, dest=dest, kind="candidates")
+def _candidate_writers(*, project: Project, folder: Path) -> tuple[JsonlWriter, dict, ParquetFamily]:
+    out = JsonlWriter(folder / "candidates.jsonl")
+    (folder / "candidates").mkdir()
+    per_split = {split: JsonlWriter(folder / split_file("candidates", split, "jsonl")) for split in SPLITS}
+    return out, per_split, _parquet_family(project=project, dest=folder, kind="candidates")
+
+
+def _candidates_into(
+    *,
+    project: Project,
+    plan: SplitPlan,
+    writers: tuple[JsonlWriter, dict, ParquetFamily],
+    models: Counter,
+    tick: _Ticker,
+    offset: int,
+    items: tuple[int | None, int | None] = (None, None),
+) -> None:
+    """Write the candidates of the released items whose ids are in ``items`` ([low, high),
+    None: no bound), in item order."""
+    out, per_split, parquet = writers
     released = 0  # items so far, the progress
-    models: Counter = Counter()
     try:
-        for item_id, cands in candidates_by_item(project=project, chunk_size=READ_CHUNK):
+        for item_id, cands in candidates_by_item(project=project, chunk_size=READ_CHUNK, items=items):
             if tick.due():
                 tick("candidates", offset + released)
             split = plan.split_of(item_id)
@@ -208,8 +222,94 @@ def _write_candidates(*, project: Project, plan: SplitPlan, dest: Path, tick: _T
     except BaseException:
         parquet.abort()
         raise
-    summary = {f"{p} ({m})": n for (p, m), n in sorted(models.items())}
-    return _close(out, per_split, parquet, kind="candidates", models=summary)
+
+
+def _models_summary(models: Counter) -> dict[str, int]:
+    return {f"{p} ({m})": n for (p, m), n in sorted(models.items())}
+
+
+def _write_candidates(*, project: Project, plan: SplitPlan, dest: Path, tick: _Ticker, offset: int) -> Written:
+    """candidates.jsonl (and per split, and Parquet): the latest successful candidate per
+    provider, with its model name."""
+    writers = _candidate_writers(project=project, folder=dest)
+    models: Counter = Counter()
+    _candidates_into(project=project, plan=plan, writers=writers, models=models, tick=tick, offset=offset)
+    return _close(*writers, kind="candidates", models=_models_summary(models))
+
+
+#: Parts of the candidates a release's two processes share (exports.build.release): each
+#: takes the next part when it is free, so they end within about one part of each other.
+CANDIDATE_PARTS = 8
+
+
+def candidate_part_bounds(plan: SplitPlan, parts: int = CANDIDATE_PARTS) -> list[tuple[int | None, int | None]]:
+    """[low, high) item ids of each part: equal numbers of released items, the first part
+    open below and the last above (so every item is in exactly one part)."""
+    ids = plan.released_ids
+    if not len(ids):
+        return [(None, None)] + [(0, 0)] * (parts - 1)  # [0, 0): no item
+    edges = [None, *(int(ids[len(ids) * k // parts]) for k in range(1, parts)), None]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+@dataclass
+class CandidatePart:
+    """One part's files (in ``folder``), counts and spooled Parquet rows, picklable."""
+
+    index: int
+    folder: Path
+    lines: dict[str, int]  # "whole" and each split
+    models: Counter
+    spool: SpoolPart
+
+
+def _write_candidate_part(
+    *, project: Project, plan: SplitPlan, dest: Path, index: int, items: tuple, tick: _Ticker, offset: int
+) -> CandidatePart:
+    folder = dest / f".candidates-part-{index}"
+    folder.mkdir()
+    writers = _candidate_writers(project=project, folder=folder)
+    models: Counter = Counter()
+    _candidates_into(project=project, plan=plan, writers=writers, models=models, tick=tick, offset=offset, items=items)
+    out, per_split, parquet = writers
+    out.close()
+    for writer in per_split.values():
+        writer.close()
+    lines = {"whole": out.count} | {split: writer.count for split, writer in per_split.items()}
+    return CandidatePart(index, folder, lines, models, parquet.detach())
+
+
+def _merge_candidates(*, project: Project, dest: Path, parts: list[CandidatePart]) -> Written:
+    """The candidate files of ``parts`` (every part, any order) as one writer gives them: each
+    JSONL file the parts' files one after the other in item order (whole lines, so the same
+    bytes), the Parquet files from the parts' spools in that order."""
+    parts = sorted(parts, key=lambda part: part.index)
+    (dest / "candidates").mkdir()
+    names = {"whole": "candidates.jsonl"} | {split: split_file("candidates", split, "jsonl") for split in SPLITS}
+    digests = {}
+    for name in names.values():
+        merged = HashingFile(dest / name)
+        for part in parts:
+            with open(part.folder / name, "rb") as fh:
+                while block := fh.read(1 << 20):
+                    merged.write(block)
+        digests[name] = merged.close()
+    for part in parts:
+        shutil.rmtree(part.folder)
+    parquet = _parquet_family(project=project, dest=dest, kind="candidates")
+    results = parquet.close_with([part.spool for part in parts])
+    files = {"candidates.parquet": results["whole"]} | {
+        split_file("candidates", split, "parquet"): results[split] for split in SPLITS
+    }
+    digests |= {name: r.digest for name, r in files.items()}
+    models: Counter = sum((part.models for part in parts), Counter())
+    return Written(
+        digests=digests,
+        count=sum(part.lines["whole"] for part in parts),
+        by_split={split: sum(part.lines[split] for part in parts) for split in SPLITS},
+        parquet=files,
+        models=_models_summary(models),
+    )
 
 
 ANNOTATION_COLUMNS = [

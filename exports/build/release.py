@@ -18,9 +18,17 @@ from django.db import connections
 
 from adjudication.services import lexicon_current
 from candidates.prompts import prompt_for_project
-from core.forked import Claim, Forked, fork_possible
+from core.forked import Claims, Forked, fork_possible
 from exports.build.agreement import release_agreement
-from exports.build.annotations import _write_annotations, _write_candidates
+from exports.build.annotations import (
+    CANDIDATE_PARTS,
+    CandidatePart,
+    _merge_candidates,
+    _write_annotations,
+    _write_candidate_part,
+    _write_candidates,
+    candidate_part_bounds,
+)
 from exports.build.croissant import croissant
 from exports.build.datasheet import CARD_CONFIGS, card_front_matter, datasheet
 from exports.build.records import HF_SPLIT, _write_records, split_file
@@ -115,6 +123,25 @@ def _features(results: dict) -> dict[str, list[dict]]:
     return out
 
 
+def _candidate_parts(
+    *, project: Project, plan: SplitPlan, dest: Path, claims: Claims, tick: _Ticker, offset: int
+) -> tuple[list[CandidatePart], int]:
+    """Write the candidate parts this process takes, until none is left: (the parts, the
+    progress reached)."""
+    bounds = candidate_part_bounds(plan)
+    step = int(plan.released.sum()) // len(bounds)
+    parts, done = [], offset
+    while (k := claims.take()) is not None:
+        tick("candidates", offset + k * step, force=True)
+        parts.append(
+            _write_candidate_part(
+                project=project, plan=plan, dest=dest, index=k, items=bounds[k], tick=tick, offset=offset + k * step
+            )
+        )
+        done = offset + (k + 1) * step
+    return parts, done
+
+
 def _tables(
     *,
     project: Project,
@@ -122,11 +149,12 @@ def _tables(
     dest: Path,
     pseudonyms: dict,
     tick: _Ticker | None = None,
-    candidates_claim: Claim | None = None,
+    candidate_claims: Claims | None = None,
 ):
     """annotations.*, candidates.* (files in ``dest``) and the agreement figures of the
-    released items: (annotations result, candidates result, agreement dict). The candidates
-    only when ``candidates_claim`` is None or this part takes it (else None: the parent did)."""
+    released items: (annotations result, candidates result, agreement dict). With
+    ``candidate_claims`` (a forked part), the candidates are the parts it took (a list of
+    CandidatePart, the parent merges them with its own), else the written files' result."""
     n = int(plan.released.sum())
     tick = tick or _Ticker(lambda *_: None, total=3 * n + 1)  # a forked part: the parent reports
     # The agreement figures first: forked, their peak then meets the records' streaming, not
@@ -137,10 +165,13 @@ def _tables(
     tick("annotations", n, force=True)
     annotations = _write_annotations(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, offset=n)
     release_free_memory()
-    candidates = None
-    if candidates_claim is None or candidates_claim.take():
-        tick("candidates", 2 * n, force=True)
-        candidates = _write_candidates(project=project, plan=plan, dest=dest, tick=tick, offset=2 * n)
+    if candidate_claims is not None:
+        parts, _ = _candidate_parts(
+            project=project, plan=plan, dest=dest, claims=candidate_claims, tick=tick, offset=2 * n
+        )
+        return annotations, parts, agreement
+    tick("candidates", 2 * n, force=True)
+    candidates = _write_candidates(project=project, plan=plan, dest=dest, tick=tick, offset=2 * n)
     return annotations, candidates, agreement
 
 
@@ -162,27 +193,24 @@ def release_build(
     # The records and the rest (annotations, candidates, agreement figures) read and write
     # disjoint things: on PostgreSQL, outside a transaction, the rest runs in a forked process
     # on the other core (core.forked; bench/scale.py), else after the records, in this one.
-    # The candidates go to whichever is free first: at 1M items the records end ~20 s before
-    # the forked part's annotations do, and the candidates take ~15 s.
+    # The candidates are parts (by item range) that either process takes when it is free, then
+    # merged here: at 1M items the records end ~10-20 s before the forked part's annotations.
     release_free_memory()  # the split plan's temporaries: the forked part would share them
-    part = claim = None
+    part = claims = None
     if fork_possible():
-        claim = Claim()
-        part = Forked(_tables, project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, candidates_claim=claim)
+        claims = Claims(CANDIDATE_PARTS)
+        part = Forked(_tables, project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, candidate_claims=claims)
     try:
         rec = _write_records(project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick, card=card)
         release_free_memory()
         if part is not None:
-            mine, done = None, n  # the progress counts the parts done here (it never goes back)
-            if claim.take():
-                tick("candidates", n, force=True)
-                mine = _write_candidates(project=project, plan=plan, dest=dest, tick=tick, offset=n)
-                release_free_memory()
-                done = 2 * n
-            phase = "annotations and agreement" if mine else "annotations, candidates and agreement"
+            # The progress: records, then candidate parts, never going back.
+            mine, done = _candidate_parts(project=project, plan=plan, dest=dest, claims=claims, tick=tick, offset=n)
+            phase = "annotations, agreement and candidates"
             tick(phase, done, force=True)
-            annotations, candidates, agreement = part.result(waiting=lambda: tick(phase, done))
-            candidates = candidates or mine
+            annotations, theirs, agreement = part.result(waiting=lambda: tick(phase, done))
+            tick("candidates", done, force=True)
+            candidates = _merge_candidates(project=project, dest=dest, parts=mine + theirs)
         else:
             annotations, candidates, agreement = _tables(
                 project=project, plan=plan, dest=dest, pseudonyms=pseudonyms, tick=tick
@@ -190,7 +218,7 @@ def release_build(
     finally:
         if part is not None:
             part.stop()
-            claim.close()
+            claims.close()
     digests: dict[str, FileDigest] = dict(rec.pop("digests"))
     digests.update(annotations.digests)
     digests.update(candidates.digests)

@@ -303,6 +303,19 @@ class _Groups:
         self.rows, self.max_bytes = rows, max_bytes
         self._rows = self._bytes = 0
 
+    def take(self, n: int) -> int:
+        """Up to ``n`` more rows of no computed bytes, as many as the group has room for:
+        how many it took (then ``full()`` tells whether the group ended with them)."""
+        step = min(n, max(self.rows - self._rows, 1))
+        self._rows += step
+        return step
+
+    def full(self) -> bool:
+        if self._rows >= self.rows:
+            self._rows = self._bytes = 0
+            return True
+        return False
+
     def ends(self, size: int) -> bool:
         """One more row of ``size`` computed bytes: does its group end with it?"""
         self._rows += 1
@@ -406,6 +419,15 @@ class SplitOptions:
     group_bytes: int | None = None
 
 
+@dataclass
+class SpoolPart:
+    """The spooled rows of a detached ParquetFamily (``detach``)."""
+
+    folder: Path
+    rows: int
+    straightforward: bool
+
+
 class ParquetFamily:
     """A JSONL file's Parquet twin and its per-split twins (``jsonl_to_parquet`` and
     ``split_twin``, byte for byte), built from the rows as the JSONL files are written.
@@ -444,6 +466,7 @@ class ParquetFamily:
         self._rows: list[dict] = []
         self._codes: list[int] = []
         self._straightforward = False
+        self._more: list[Path] = []  # other families' spools this one closes with (close_with)
         self.rows = 0
 
     def add(self, row: dict, split: str) -> None:
@@ -473,14 +496,15 @@ class ParquetFamily:
     def _batches(self) -> Iterator[tuple[pa.RecordBatch, dict, list[int]]]:
         # Read, not memory-mapped (a path is mapped: every page read stayed in the RSS until the
         # family closed, ~450 MB at 1M records; bench/scale.py).
-        with (
-            pa.OSFile(str(self._dir / "typed.arrows")) as source,
-            pa.ipc.open_stream(source) as typed,
-            open(self._dir / "free.pickle", "rb") as fh,
-        ):
-            for batch in typed:
-                free, codes = pickle.load(fh)
-                yield batch, free, codes
+        for folder in (self._dir, *self._more):
+            with (
+                pa.OSFile(str(folder / "typed.arrows")) as source,
+                pa.ipc.open_stream(source) as typed,
+                open(folder / "free.pickle", "rb") as fh,
+            ):
+                for batch in typed:
+                    free, codes = pickle.load(fh)
+                    yield batch, free, codes
 
     def close(self) -> dict[str, ParquetResult]:
         """Write every file; returns {"whole" or split name: ParquetResult}."""
@@ -491,12 +515,33 @@ class ParquetFamily:
                 return self._straightforward_path()
             return self._write()
         finally:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            for folder in (self._dir, *self._more):
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def detach(self) -> SpoolPart:
+        """End this family's spooling without writing its files: its rows, to be written by
+        another family of the same columns (``close_with``; a part of the rows written in
+        another process: the spool is files, the part is picklable)."""
+        self._spool()
+        self._close_spool()
+        return SpoolPart(self._dir, self.rows, self._straightforward)
+
+    def close_with(self, parts: list[SpoolPart]) -> dict[str, ParquetResult]:
+        """``close`` with the rows of ``parts`` after this family's own, in their order: the
+        files one family given all those rows in that order writes. Where a part fell back to
+        the straightforward path, so does this one (over this family's JSONL files, which
+        must hold every part's lines by then)."""
+        self._more = [part.folder for part in parts]
+        self.rows += sum(part.rows for part in parts)
+        if any(part.straightforward for part in parts):
+            self._straightforward = True
+        return self.close()
 
     def abort(self) -> None:
         """Drop the spool (the build failed)."""
         self._close_spool()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        for folder in (self._dir, *self._more):
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _close_spool(self) -> None:
         if not self._values.closed:
@@ -594,6 +639,17 @@ class _Output:
         inputs = None
         if self.extra:
             inputs = {c: rows.column(c).to_pylist() for c in self.extra_inputs}
+        else:
+            # No computed values, so no bytes: the groups end every ``groups.rows`` rows, as
+            # ``ends(0)`` row by row gives, without a Python step per row (7M rows at 1M items).
+            left = rows.num_rows
+            while left:
+                step = self.groups.take(left)
+                self._pending += step
+                left -= step
+                if self.groups.full():
+                    self._write(self._pending)
+            return
         for i in range(rows.num_rows):
             size = 0
             if inputs is not None:

@@ -73,15 +73,22 @@ CANDIDATE_COLUMNS = (
 )
 
 
-def candidates_by_item(*, project: Project, chunk_size: int = 2000) -> Iterator[tuple[int, list[dict]]]:
+def candidates_by_item(
+    *, project: Project, chunk_size: int = 2000, items: tuple[int | None, int | None] = (None, None)
+) -> Iterator[tuple[int, list[dict]]]:
     """(item id, candidates) in item order, streamed: for each item, the latest successful
     candidate of each provider, sorted by provider name then id. Same rule as
     ``candidates.selectors.candidates_with_identity`` (a test holds them equal), one query for
     the whole project instead of one per item. JSON is read as text and decoded (orjson) only
-    for the candidates kept."""
+    for the candidates kept. ``items``: [low, high) item ids (None: no bound)."""
+    low, high = items
+    rows = Candidate.objects.filter(item__project=project, parse_error="")
+    if low is not None:
+        rows = rows.filter(item_id__gte=low)
+    if high is not None:
+        rows = rows.filter(item_id__lt=high)
     rows = (
-        Candidate.objects.filter(item__project=project, parse_error="")
-        .order_by("item_id", "provider_id", "-created_at", "-id")
+        rows.order_by("item_id", "provider_id", "-created_at", "-id")
         .annotate(fields_text=Cast("fields", TextField()), removed_text=Cast("removed", TextField()))
         .values_list(*[_AS_TEXT.get(c, c) for c in CANDIDATE_COLUMNS])
     )

@@ -225,3 +225,56 @@ def test_every_split_has_the_whole_files_types_also_keys_it_never_holds(tmp_path
         assert [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in whole], split
     train = pq.read_table(tmp_path / "release" / "train.parquet").column("meta").to_pylist()
     assert train == [{"e": None, "n": i, "v": None} for i in range(6)]
+
+
+def in_parts(tmp_path, rows, cuts):
+    """The files of families given ``rows`` cut at ``cuts``, each part detached, their JSONL
+    files joined and the last family closed with every part (exports.build.annotations:
+    a release's candidate parts): {name: bytes}."""
+    dest = tmp_path / "parted"
+    dest.mkdir(parents=True)
+
+    def family(folder):
+        return ParquetFamily(
+            whole=(folder / "whole.jsonl", folder / "whole.parquet"),
+            splits={s: (folder / f"{s}.jsonl", folder / f"{s}.parquet") for s in SPLITS},
+            columns=COLUMNS,
+            declared=DECLARED,
+        )
+
+    bounds = [0, *cuts, len(rows)]
+    parts, folders = [], []
+    for k in range(len(bounds) - 1):
+        folder = dest / f"part-{k}"
+        folder.mkdir()
+        whole = JsonlWriter(folder / "whole.jsonl")
+        per_split = {s: JsonlWriter(folder / f"{s}.jsonl") for s in SPLITS}
+        fam = family(folder)
+        for r in rows[bounds[k] : bounds[k + 1]]:
+            per_split[r["split"]].write_line(whole.write(r))
+            fam.add(r, r["split"])
+        whole.close()
+        for w in per_split.values():
+            w.close()
+        parts.append(fam.detach())
+        folders.append(folder)
+    for name in ["whole", *SPLITS]:
+        (dest / f"{name}.jsonl").write_bytes(b"".join((f / f"{name}.jsonl").read_bytes() for f in folders))
+    results = family(dest).close_with(parts)
+    assert not [p for p in dest.iterdir() if ".spool-" in p.name], "every part's spool is removed"
+    return {name: (dest / f"{name}.parquet").read_bytes() for name in ["whole", *SPLITS]}, results
+
+
+@pytest.mark.parametrize("cuts", [[3], [1, 2, 7], [0, 0, 10]])
+def test_parts_closed_together_are_the_files_of_one_family(tmp_path, cuts):
+    rows = [row(i) for i in range(10)]
+    files, _ = build(tmp_path / "one", rows)
+    parted, results = in_parts(tmp_path / "parts", rows, cuts)
+    assert {name: got for name, (got, _) in files.items()} == parted
+    assert results["whole"].rows == 10
+    # a part whose rows take the straightforward path takes the whole family there
+    rows[8] = row(8, gold={"label": ["a", "b"], "boxes": []})
+    files, streamed = build(tmp_path / "one-mixed", rows)
+    parted, results = in_parts(tmp_path / "parts-mixed", rows, cuts)
+    assert {name: got for name, (got, _) in files.items()} == parted
+    assert results["whole"].json_text_columns == streamed["whole"].json_text_columns == ["gold"]

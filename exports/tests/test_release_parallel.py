@@ -65,14 +65,15 @@ def test_the_forked_build_writes_the_same_bytes_as_one_process(project, dup_gold
 
 
 @pytest.mark.parametrize("slow", ["records", "annotations"])
-def test_the_candidates_go_to_whichever_half_is_free_first_with_the_same_bytes(
+def test_the_candidate_parts_go_to_whichever_half_is_free_with_the_same_bytes(
     project, dup_gold, lead, settings, forks, monkeypatch, tmp_path, slow
 ):
-    """The half that is slowed is not the one that writes the candidates, and the files are
-    the one-process build's either way."""
+    """The half that is slowed writes no candidate part, the other writes every part once, and
+    the merged files are the one-process build's (which writes the candidates in one pass)."""
     import time
 
     candidates_create(dup_gold[0], [MEME3W_HARMFUL, MEME3W_NOT_HARMFUL, MEME3W_HARMFUL])
+    candidates_create(dup_gold[1], [MEME3W_NOT_HARMFUL, MEME3W_HARMFUL])
     settings.JOB_PARTS_IN_PARALLEL = False
     single = build(project, lead)
     writers = tmp_path / "writers"
@@ -85,24 +86,48 @@ def test_the_candidates_go_to_whichever_half_is_free_first_with_the_same_bytes(
         return run
 
     def noted(**kwargs):
-        with open(writers, "a") as fh:  # the forked child's record reaches the parent's file
-            fh.write(f"{os.getpid()}\n")
-        return write_candidates(**kwargs)
+        with open(writers, "a") as fh:  # the forked child's lines reach the parent's file
+            fh.write(f"{os.getpid()} {kwargs['index']}\n")
+        return write_part(**kwargs)
 
-    write_candidates = release_module._write_candidates
+    write_part = release_module._write_candidate_part
     name = "_write_records" if slow == "records" else "_write_annotations"
     monkeypatch.setattr(release_module, name, slowed(getattr(release_module, name)))
-    monkeypatch.setattr(release_module, "_write_candidates", noted)
+    monkeypatch.setattr(release_module, "_write_candidate_part", noted)
     settings.JOB_PARTS_IN_PARALLEL = True
     forked = build(project, lead)
     assert forks == ["_tables"]
-    pids = writers.read_text().split()
-    assert len(pids) == 1, "the candidates were written once"
-    assert (pids[0] == str(os.getpid())) == (slow == "annotations")
+    taken = [line.split() for line in writers.read_text().splitlines()]
+    assert sorted(int(k) for _, k in taken) == list(range(release_module.CANDIDATE_PARTS)), "each part once"
+    assert {pid == str(os.getpid()) for pid, _ in taken} == {slow == "annotations"}
     a, b = files_of(forked), files_of(single)
     assert sorted(a) == sorted(b) and "candidates.parquet" in a
+    assert not [name for name in a if "part" in name or "spool" in name]
     assert [name for name in a if a[name] != b[name]] == []
     assert forked.manifest_sha256 == single.manifest_sha256
+    assert forked.manifest["counts"]["candidates"] == single.manifest["counts"]["candidates"] > 0
+
+
+def test_candidate_parts_cover_every_item_once():
+    import numpy as np
+
+    from exports.build.annotations import candidate_part_bounds
+
+    class Plan:
+        def __init__(self, ids):
+            self.released_ids = np.asarray(ids, dtype=np.int64)
+
+    for ids in ([], [5], [3, 9], list(range(10, 1000, 7))):
+        bounds = candidate_part_bounds(Plan(ids), parts=8)
+        assert len(bounds) == 8
+        for item in [*ids, 0, 1, 10**9]:
+            inside = [
+                k for k, (lo, hi) in enumerate(bounds) if (lo is None or item >= lo) and (hi is None or item < hi)
+            ]
+            assert len(inside) == 1, (ids, item, bounds)
+        if len(ids) >= 8:
+            sizes = [sum((lo is None or i >= lo) and (hi is None or i < hi) for i in ids) for lo, hi in bounds]
+            assert max(sizes) - min(sizes) <= 1
 
 
 def test_a_part_that_fails_or_dies_fails_the_build_and_publishes_nothing(
