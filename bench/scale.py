@@ -272,6 +272,20 @@ exact reading, RSS+ the bench's figure (its estimates between readings included)
       pyarrow takes the values (ba60e3d) 2.3-2.5  124.9   170.1    33.1      312*     +259
     + the sampler fix below            2.5-2.7   116.9   154.9    31.5      271     +262
     the same, again                      -      117.9   158.0    30.8      268     +254
+    + card settings and pseudonyms
+      read in a thread beside the plan     2.7   129.8   175.6    32.9      277     +269
+    + candidates in 8 parts either half
+      takes, merged by the parent; no
+      per-row step cutting row groups
+      (c153d3d)                           -*2   129.0   177.7    36.1      282     +265
+    the same, plain bench (no phases)     -*2   131.2   177.8    37.3      280     +280
+
+(*2 the bench's own loop, in a function: 1.18 -> 1.28 s and 1.10 -> 1.45 s during those runs,
+against 1.08 -> 1.08 s during the 117.9 s run: the machine was slower.) The parts balance the
+halves: in one run the parent took parts 0, 1, 2, 4, 6 and the child 3, 5, 7, ending 1.9 s
+apart (before, one half sat idle ~16-20 s at the end). The merge costs 3.6 s in a process of
+its own (1.8 s Parquet encoding, 0.7 s joining and hashing 742 MB of JSONL), 5.9-7.4 s at the
+end of a release, where the 4.5 GB just written are dirty pages and the writes are throttled.
 
 (* the sampler's exit artifact: when the forked part ended, the samples since the last reading
 counted the parent with its next difference, which no longer held the pages it had shared, and
