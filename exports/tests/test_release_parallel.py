@@ -130,6 +130,16 @@ def test_candidate_parts_cover_every_item_once():
             assert max(sizes) - min(sizes) <= 1
 
 
+def failed_build(project, lead) -> ExportJob:
+    """A build that must fail: its job, failed, and no release published."""
+    job = export_job_start(project=project, user=lead, enqueue=False)
+    assert export_job_run(job=job) is None
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.FAILED
+    assert not Release.objects.filter(project=project).exists()
+    return job
+
+
 def test_a_part_that_fails_or_dies_fails_the_build_and_publishes_nothing(
     project, dup_gold, lead, settings, forks, monkeypatch
 ):
@@ -139,22 +149,15 @@ def test_a_part_that_fails_or_dies_fails_the_build_and_publishes_nothing(
         raise ValueError("agreement figures exploded")
 
     monkeypatch.setattr(release_module, "release_agreement", broken)
-    job = export_job_start(project=project, user=lead, enqueue=False)
-    assert export_job_run(job=job) is None
-    job.refresh_from_db()
-    assert job.status == ExportJob.Status.FAILED
+    job = failed_build(project, lead)
     assert "agreement figures exploded" in job.error and "ValueError" in job.error
-    assert forks == ["_tables"] and not Release.objects.filter(project=project).exists()
+    assert forks == ["_tables"]
 
     def dies(**kwargs):
         os._exit(3)  # a killed or crashed child: no result at all
 
     monkeypatch.setattr(release_module, "release_agreement", dies)
-    job = export_job_start(project=project, user=lead, enqueue=False)
-    assert export_job_run(job=job) is None
-    job.refresh_from_db()
-    assert job.status == ExportJob.Status.FAILED and "without a result" in job.error
-    assert not Release.objects.filter(project=project).exists()
+    assert "without a result" in failed_build(project, lead).error
     # With the part mended, the next build succeeds.
     monkeypatch.undo()
     settings.JOB_PARTS_IN_PARALLEL = True
@@ -194,10 +197,6 @@ def test_a_failure_reading_the_inputs_fails_the_build_with_its_message(project, 
         raise RuntimeError("pseudonyms unreadable")
 
     monkeypatch.setattr(release_module, "annotator_pseudonyms", broken)
-    job = export_job_start(project=project, user=lead, enqueue=False)
-    assert export_job_run(job=job) is None
-    job.refresh_from_db()
-    assert job.status == ExportJob.Status.FAILED and "pseudonyms unreadable" in job.error
-    assert not Release.objects.filter(project=project).exists()
+    assert "pseudonyms unreadable" in failed_build(project, lead).error
     monkeypatch.undo()
     assert build(project, lead).number == 1
