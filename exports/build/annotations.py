@@ -284,10 +284,12 @@ def _merge_candidates(*, project: Project, dest: Path, parts: list[CandidatePart
     JSONL file the parts' files one after the other in item order (whole lines, so the same
     bytes), the Parquet files from the parts' spools in that order."""
     parts = sorted(parts, key=lambda part: part.index)
+    if [part.index for part in parts] != list(range(CANDIDATE_PARTS)):  # never a release missing some
+        raise RuntimeError(f"candidate parts {[part.index for part in parts]}, not 0 to {CANDIDATE_PARTS - 1}")
     (dest / "candidates").mkdir()
-    names = {"whole": "candidates.jsonl"} | {split: split_file("candidates", split, "jsonl") for split in SPLITS}
+    names = ["candidates.jsonl"] + [split_file("candidates", split, "jsonl") for split in SPLITS]
     digests = {}
-    for name in names.values():
+    for name in names:
         merged = HashingFile(dest / name)
         for part in parts:
             with open(part.folder / name, "rb") as fh:

@@ -130,6 +130,21 @@ def test_candidate_parts_cover_every_item_once():
             assert max(sizes) - min(sizes) <= 1
 
 
+def test_the_merge_refuses_a_set_of_parts_that_misses_one(project, tmp_path):
+    from collections import Counter
+
+    from exports.build.annotations import CANDIDATE_PARTS, CandidatePart, _merge_candidates
+
+    parts = [
+        CandidatePart(index=k, folder=tmp_path, lines={}, models=Counter(), spool=None)
+        for k in range(CANDIDATE_PARTS)
+        if k != 3
+    ]
+    with pytest.raises(RuntimeError, match="candidate parts"):
+        _merge_candidates(project=project, dest=tmp_path, parts=parts)
+    assert not (tmp_path / "candidates").exists()  # nothing written before the check
+
+
 def failed_build(project, lead) -> ExportJob:
     """A build that must fail: its job, failed, and no release published."""
     job = export_job_start(project=project, user=lead, enqueue=False)
