@@ -27,6 +27,7 @@ import json
 import struct
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -63,19 +64,93 @@ def _crc(path: Path) -> int:
     return crc
 
 
+class _Crcs:
+    """(size, CRC-32) of files; a file met again under another name (a hard link: a release's
+    images are links into the media store, many items may share one) is read once."""
+
+    def __init__(self):
+        self._by_inode: dict[tuple, int] = {}
+
+    def of(self, path: Path) -> tuple[int, int]:
+        st = path.stat()
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        crc = self._by_inode.get(key)
+        if crc is None:
+            crc = self._by_inode[key] = _crc(path)
+        return st.st_size, crc
+
+
+def _release_files(folder: Path) -> list[str]:
+    """The archive's files: sorted relative paths, every file except the index."""
+    return sorted(
+        p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != ARCHIVE_INDEX
+    )
+
+
+def _index_write(folder: Path, entries: list[Entry]) -> Path:
+    index = folder / ARCHIVE_INDEX
+    with open(index, "w", encoding="utf-8") as out:
+        for e in entries:
+            entry = {"name": e.name, "path": e.path, "size": e.size, "crc": e.crc}
+            out.write(json.dumps(entry, sort_keys=True) + "\n")
+    return index
+
+
 def archive_index_write(folder: Path, *, prefix: str) -> Path:
     """Compute the entries of ``folder`` (sorted relative paths, every file except the index)
     and write them to ``folder/ARCHIVE_INDEX``; returns the index path."""
-    files = sorted(
-        p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != ARCHIVE_INDEX
-    )
-    index = folder / ARCHIVE_INDEX
-    with open(index, "w", encoding="utf-8") as out:
-        for rel in files:
-            path = folder / rel
-            entry = {"name": prefix + rel, "path": rel, "size": path.stat().st_size, "crc": _crc(path)}
-            out.write(json.dumps(entry, sort_keys=True) + "\n")
-    return index
+    crcs = _Crcs()
+    entries = [Entry(prefix + rel, rel, *crcs.of(folder / rel)) for rel in _release_files(folder)]
+    return _index_write(folder, entries)
+
+
+def _hash_entries(folder: Path, files: list[str], crcs, prefix: str, time: int, date: int, sha, entries: list) -> int:
+    """Hash each file's local header (with its CRC from ``crcs``) and bytes into ``sha``;
+    appends the entries to ``entries``, returns the bytes hashed."""
+    offset = 0
+    for rel, (size, crc) in zip(files, crcs, strict=True):
+        e = Entry(prefix + rel, rel, size, crc)
+        header = _local_header(e, time, date)
+        sha.update(header)
+        read = 0
+        with open(folder / rel, "rb") as fh:
+            while block := fh.read(CHUNK):
+                sha.update(block)
+                read += len(block)
+        if read != size:
+            raise OSError(f"{rel} changed while the archive was hashed")
+        entries.append(e)
+        offset += len(header) + size
+    return offset
+
+
+def archive_write(folder: Path, *, prefix: str, when: datetime | None = None) -> tuple[str, int]:
+    """``archive_index_write``, then the archive's (sha256, bytes) as ``ArchiveLayout(folder,
+    when=when)`` gives them, in one pass: a thread computes the CRC-32s (each local header
+    holds its entry's) running ahead of this one, which hashes each entry's header and bytes
+    as its CRC arrives. zlib and hashlib release the GIL, so the two passes over the files
+    overlap on two cores instead of following each other (bench/scale.py: 5.6 -> ~3.6 s for
+    the 4.5 GB of a 1M-item release, the sha256 pass alone)."""
+    folder = Path(folder)
+    files = _release_files(folder)
+    time, date = _dos_time(when)
+    sha = hashlib.sha256()
+    entries: list[Entry] = []
+    crcs = _Crcs()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.map(crcs.of, [folder / rel for rel in files])
+        try:
+            offset = _hash_entries(folder, files, ahead, prefix, time, date, sha, entries)
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+    _index_write(folder, entries)
+    layout = ArchiveLayout(folder, when=when)
+    if layout.central_offset != offset:  # the layout and this pass disagree: never publish that
+        raise RuntimeError(f"archive layout mismatch: central directory at {layout.central_offset}, hashed {offset}")
+    for block in layout.read(start=offset):  # the central directory and the end records
+        sha.update(block)
+    return sha.hexdigest(), layout.size
 
 
 def _entries(folder: Path) -> list[Entry]:
@@ -184,7 +259,7 @@ class ArchiveLayout:
             offset += len(header)
             self._segments.append((offset, e.size, None, e.path))
             offset += e.size
-        cd_offset = offset
+        cd_offset = self.central_offset = offset
         cd = b"".join(central)
         self._add(offset, cd)
         offset += len(cd)

@@ -30,7 +30,7 @@ from core.jobs import (
     job_run,
 )
 from core.models import ACTIVE
-from exports.archive import ARCHIVE_INDEX, ArchiveLayout, archive_index_write, archive_name, archive_time
+from exports.archive import ARCHIVE_INDEX, archive_name, archive_time, archive_write
 from exports.build import ReleaseInputs, release_build
 from exports.hub import HubConfigError, check_repo_id, hub_push_folder, hub_token
 from exports.models import DedupScan, ExportJob, HubPush, NearDuplicatePair, PairStatus, Release, ReleaseSettings
@@ -304,9 +304,7 @@ def _build(job: ExportJob, progress: Progress) -> None:
 
 def _archive(folder: Path, *, project: Project, number: int, data_as_of) -> tuple[str, int]:
     """Write the archive index of ``folder`` and return the archive's (sha256, bytes)."""
-    archive_index_write(folder, prefix=archive_name(project.slug, number) + "/")
-    layout = ArchiveLayout(folder, when=archive_time(data_as_of))
-    return layout.sha256(), layout.size
+    return archive_write(folder, prefix=archive_name(project.slug, number) + "/", when=archive_time(data_as_of))
 
 
 def _publish(*, job: ExportJob, tmp, result, archive: tuple[int, str, int]) -> Release:

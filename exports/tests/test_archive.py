@@ -125,3 +125,53 @@ def test_an_image_whose_licence_forbids_redistribution_is_in_no_shipped_byte(rel
     for item in shipped:  # the check can fail: shipped images are found by the same search
         raw = image_path(item.image).read_bytes()
         assert raw in data and raw in embedded, item.source_id
+
+
+def test_archive_write_hashes_in_one_pass_what_the_layout_serves(tmp_path, monkeypatch):
+    import os
+
+    import exports.archive as archive
+
+    folder = tmp_path / "rel"
+    (folder / "images").mkdir(parents=True)
+    (folder / "records").mkdir()
+    (folder / "records.jsonl").write_bytes(b'{"a":1}\n' * 300_000)  # several read blocks
+    (folder / "records" / "empty.jsonl").write_bytes(b"")
+    (folder / "store.png").write_bytes(os.urandom(5000))
+    for i in range(5):  # hard links to one file, as a release's images are
+        os.link(folder / "store.png", folder / "images" / f"{i}.png")
+    calls = []
+    real_crc = archive._crc
+    monkeypatch.setattr(archive, "_crc", lambda path: calls.append(path.name) or real_crc(path))
+    sha, size = archive.archive_write(folder, prefix="p-v1/", when=None)
+    assert calls == ["0.png", "records.jsonl", "empty.jsonl"]  # each inode once, in archive order
+    index = (folder / ARCHIVE_INDEX).read_bytes()
+    layout = ArchiveLayout(folder)
+    data = b"".join(layout.read())
+    assert (sha, size) == (hashlib.sha256(data).hexdigest(), len(data)) == (layout.sha256(), layout.size)
+    archive_index_write(folder, prefix="p-v1/")  # the index the two-pass way: the same bytes
+    assert (folder / ARCHIVE_INDEX).read_bytes() == index
+    zf = zipfile.ZipFile(io.BytesIO(data))
+    assert zf.testzip() is None and len(zf.namelist()) == 8
+    assert zf.read("p-v1/images/3.png") == (folder / "store.png").read_bytes()
+
+
+def test_archive_write_stops_at_a_file_that_cannot_be_read(tmp_path, monkeypatch):
+    import exports.archive as archive
+
+    folder = tmp_path / "rel"
+    folder.mkdir()
+    for name in "abc":
+        (folder / f"{name}.txt").write_bytes(name.encode() * 10)
+
+    real = archive._Crcs.of
+
+    def of(self, path):
+        if path.name == "b.txt":
+            raise PermissionError(f"{path}: denied")
+        return real(self, path)
+
+    monkeypatch.setattr(archive._Crcs, "of", of)
+    with pytest.raises(PermissionError, match="denied"):
+        archive.archive_write(folder, prefix="x/")
+    assert not (folder / ARCHIVE_INDEX).exists()  # no index of an archive that was not hashed
