@@ -296,6 +296,27 @@ apart: 243 MB of it traced Python and numpy memory), before the fork: the next t
 parts at loop 2.5-2.7 s: plan 10 s, records 73 (their Parquet close 16.5), candidates in the
 parent 26 (it finished first); child agreement 29, annotations 53. Every file of a release of
 ba60e3d was byte-identical to one of fb3e5c6 (manifest's sha256 of all 38 data files).
+
+2026-12-03 afternoon, another machine of this kind, fast (the bench's loop 0.77-0.85 s, against
+1.08-1.45 s for the runs above); a fresh 1M set-up (meme3w 106 s; meme3w + aha 107 + ~110 s):
+
+    stage                          wall s  CPU s  PG CPU s  RSS+ MB
+    agreement report (meme3w)        28.4   19.8      6.5      310
+    agreement report (aha, 3 ann.)   41.8   33.5      7.5      569
+    split plan (before the scan)      6.7    4.4      2.3      216
+    near-duplicate scan (first)      12.3    9.7      2.4      341
+    release build, 0f11df0           83.6  117.3     26.8      263   (then 85.7, 80.5)
+    release build, 7e3d8d9           77.7  114.4     24.2      274   (then 78.3 / 115.2 / 269)
+
+The last two rows paired A B A B, the same data and machine: the end of the build (after the
+last candidate part, one core's work) runs on both: the candidate JSONL files are joined in a
+thread while the Parquet files are written from the spools (the merge 5.2 -> 2.9 s: reading,
+writing and hashing release the GIL), and the archive's CRC-32s are computed in a thread ahead
+of the sha256 pass, which hashes each entry as its CRC arrives (5.6 -> 4.2 s; hard links read
+once). Where the time goes (py-spy, 20 Hz, idle included): the plan 8.3 s (of which ~3.5 s
+waiting for PostgreSQL's first rows), the parent's records 55 s (their Parquet close 11 s), the
+child's agreement 22 s and annotations 40 s, the candidate parts 13 s in both halves, the merge
+2.9 s and the archive 4.2 s; the two halves end within ~1 s of each other.
 """
 
 from __future__ import annotations

