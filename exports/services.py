@@ -30,6 +30,7 @@ from core.jobs import (
     job_run,
 )
 from core.models import ACTIVE
+from core.streams import stream
 from exports.archive import ARCHIVE_INDEX, archive_name, archive_time, archive_write
 from exports.build import ReleaseInputs, release_build
 from exports.hub import HubConfigError, check_repo_id, hub_push_folder, hub_token
@@ -127,7 +128,7 @@ def _scan(scan: DedupScan, progress: Progress, *, chunk_size: int, full: bool = 
         .values_list("id", "phash", "pixel_hash")
     )
     progress(phase="reading hashes", force=True)
-    for item_id, phash, pixel_hash in rows.iterator(chunk_size=chunk_size):
+    for item_id, phash, pixel_hash in stream(rows, chunk_size):
         ids.append(item_id)
         hashes.append(phash_int(phash))
         pixel.append(int(pixel_hash[:16], 16))

@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 import numpy as np
 import orjson
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import BigIntegerField, Count, Max, Q, TextField
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTransform
@@ -23,6 +23,7 @@ from django.utils import timezone
 from adjudication.models import LexiconVersion
 from adjudication.services import lexicon_current
 from annotation.models import Annotation, Kind
+from core.streams import stream, streaming_connection
 from lib.gcpause import gc_paused
 from lib.memory import release_free_memory
 from projects.models import Item, Project, Stage
@@ -164,7 +165,7 @@ def report_units(*, project: Project, filters: dict | None = None, stage=None) -
     ).values_list("item_id", "annotator_id", "values_text", "when_text")
     grouped: dict[int, list[tuple]] = defaultdict(list)
     loads = orjson.loads
-    for item_id, annotator_id, values, when in rows.iterator(chunk_size=20_000):
+    for item_id, annotator_id, values, when in stream(rows, 20_000):
         grouped[item_id].append((annotator_id, (loads(values) if values else None) or {}, when))
     cat_field, cat_value = _category_filter(f)
     date_from = date.fromisoformat(f["date_from"]) if f["date_from"] else None
@@ -255,7 +256,7 @@ def _fetch_chunks(rows, size: int = 20_000):
     third of the read at 50k items (bench/scale.py)."""
     sql, params = rows.query.sql_with_params()
     names = list(rows.query.values_select) + list(rows.query.annotation_select)
-    with connection.chunked_cursor() as cursor:
+    with streaming_connection(rows.db) as alias, connections[alias].chunked_cursor() as cursor:
         cursor.execute(sql, params)
         if [d[0] for d in cursor.description] != names[: len(cursor.description)] or len(names) != len(
             cursor.description

@@ -13,6 +13,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast, Coalesce
 
 from annotation.models import Annotation
+from core.streams import stream
 from exports.build.records import split_file
 from exports.build.tables import ParquetFamily, SpoolPart
 from exports.build.ticker import READ_CHUNK, _Ticker
@@ -121,7 +122,7 @@ def _write_annotations(
             spent,
             first,
             last,
-        ) in rows.iterator(chunk_size=READ_CHUNK):
+        ) in stream(rows, READ_CHUNK):
             if item_id != current:
                 flush()
                 buffer, current, order = [], item_id, Counter()

@@ -9,6 +9,7 @@ from django.db.models import F, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Annotation
+from core.streams import stream
 from exports.build.tables import IMAGE_DATA_TYPE, IMAGE_GROUP_BYTES, ParquetFamily, SplitOptions
 from exports.build.ticker import READ_CHUNK, _Ticker
 from exports.build.times import IsoUtc, iso_in_sql, iso_utc
@@ -239,7 +240,7 @@ def _write_records(
             schema_version,
             lexicon_version,
             created,
-        ) in _released_gold_rows(project).iterator(chunk_size=READ_CHUNK):
+        ) in stream(_released_gold_rows(project), READ_CHUNK):
             split = plan.split_of(item_id)
             if split is None:
                 continue  # an exact duplicate removed by the plan, or gold that appeared meanwhile

@@ -12,6 +12,7 @@ from django.db.models.functions import Cast, Coalesce
 from adjudication.models import GoldRecord
 from annotation.models import Annotation
 from candidates.models import Candidate
+from core.streams import stream
 from exports.writers import json_loads
 from projects.models import Project
 from quality.audits import audit_report_for_export
@@ -94,7 +95,7 @@ def candidates_by_item(
     )
     current: int | None = None
     latest: dict[int, tuple] = {}
-    for row in rows.iterator(chunk_size=chunk_size):
+    for row in stream(rows, chunk_size):
         item_id = row[1]
         if item_id != current:
             if current is not None:

@@ -16,6 +16,7 @@ from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast
 
 from adjudication.models import GoldRecord
+from core.streams import stream
 from exports.models import NearDuplicatePair, PairStatus
 from exports.selectors.duplicates import pair_counts
 from exports.splitting import (
@@ -286,7 +287,7 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
         )
         chunk.clear()
 
-    for row in rows.iterator(chunk_size=chunk_size):
+    for row in stream(rows, chunk_size):
         chunk.append(row)
         if len(chunk) >= chunk_size:
             convert()
@@ -319,7 +320,7 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     g_ids = array("q")  # raw int64s, not an object per item
     g_codes = array("q")
     codes: dict[tuple, int] = {}
-    for item_id, *values in gold_rows.iterator(chunk_size=chunk_size):
+    for item_id, *values in stream(gold_rows, chunk_size):
         key = tuple(values) if as_text else None  # texts (hashable); decoded values may be lists
         code = codes.get(key) if as_text else None
         if code is None:
@@ -369,7 +370,7 @@ def split_plan(*, project: Project, chunk_size: int = 10_000) -> SplitPlan:
     )
     pa_list: list[int] = []
     pb_list: list[int] = []
-    for a, b in pair_rows.iterator(chunk_size=chunk_size):
+    for a, b in stream(pair_rows, chunk_size):
         pa_list.append(a)
         pb_list.append(b)
     edge_a = index(np.asarray(pa_list, dtype=np.int64))
