@@ -317,6 +317,21 @@ once). Where the time goes (py-spy, 20 Hz, idle included): the plan 8.3 s (of wh
 waiting for PostgreSQL's first rows), the parent's records 55 s (their Parquet close 11 s), the
 child's agreement 22 s and annotations 40 s, the candidate parts 13 s in both halves, the merge
 2.9 s and the archive 4.2 s; the two halves end within ~1 s of each other.
+
+Then core.streams (904f6e7): outside a transaction Django declares its server-side cursors
+WITH HOLD, so PostgreSQL ran each whole query and stored its result before the first row (the
+records' first row came after 5.2-6.3 s, measured apart); each long read now streams over a
+reading connection of its own, in a transaction of its own (first row after 0.08-0.1 s). Paired
+A B A B against 08cfda7, same data and machine (loop 0.76-0.84 s):
+
+    release build, 08cfda7           77.4 / 111.0 / 26.1 / 274     78.1 / 114.2 / 24.1 / 261
+    release build, 904f6e7           77.5 / 114.4 / 22.5 / 262     77.7 / 114.5 / 22.2 / 265
+                                     (wall s / CPU s / PG CPU s / RSS+ MB)
+
+PostgreSQL's CPU falls by 2-3.6 s (no stored copy of the records, annotations, candidate parts
+and agreement reads), the wall time stays: both cores were busy already. Reports with it
+(--reuse): meme3w 28.9 s wall / 18.1 CPU / 9.3 PG, RSS+ 360 MB; aha 41.4 / 33.5 / 7.5, 555 MB;
+split plan 7.6 s; near-duplicate scan 12.3 s.
 """
 
 from __future__ import annotations
