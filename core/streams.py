@@ -51,6 +51,8 @@ def streaming_connection(alias: str = DEFAULT_DB_ALIAS) -> Iterator[str]:
 
 def stream(queryset, chunk_size: int) -> Iterator:
     """``queryset.iterator(chunk_size=chunk_size)``, read over ``streaming_connection``: the
-    same rows (the ORM's own iterator and converters, on the other connection)."""
+    same rows (the ORM's own iterator and converters, on the other connection). Iterate it in
+    the ``for`` statement itself, not through a name: an error in the loop's body then closes
+    it, and its connection, as the exception leaves the loop (core/tests/test_streams.py)."""
     with streaming_connection(queryset.db) as alias:
         yield from queryset.using(alias).iterator(chunk_size=chunk_size)

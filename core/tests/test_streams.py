@@ -83,6 +83,15 @@ def test_the_reading_cursor_is_not_holdable_and_a_broken_read_closes_its_connect
     gen.close()  # a consumer that stops early
     assert others_in_a_transaction() == 0
 
+    def consumer():
+        for _ in stream(rows, 3):
+            raise ValueError("a writer failed mid-read")
+
+    with pytest.raises(ValueError) as failed:
+        consumer()
+    assert failed.value.__traceback__ is not None  # the traceback is kept, the read is not
+    assert others_in_a_transaction() == 0
+
 
 @pytest.mark.django_db
 def test_inside_a_transaction_the_read_stays_on_the_callers_connection(make_items):
