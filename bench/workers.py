@@ -36,6 +36,11 @@ items/s, 26.5 s worker CPU: one process at concurrency 1 is busy only ~68% of th
 on PostgreSQL and file writes), 2 workers 15.9 s (314 items/s), 2.45x: two processes also overlap
 those waits. ``--ocr`` over 200 images (8 chunks of projects.ocr.CHUNK_ITEMS): 1 worker 70.0 s
 (338 ms CPU per image), 2 workers 32.8 s, 2.14x; 200/200 results each time.
+
+2026-12-03, another machine of this kind, quiet: 20,000 images, 1 worker 106.6 s (188 items/s,
+78.7 s worker CPU), 2 workers 57.4 s (348 items/s), 1.86x; ``--items 200 --ocr``: 1 worker
+65.0 s (321 ms CPU per image), 2 workers 34.5 s, 1.89x, 200/200 results each time (the import of
+200 items is one chunk: no speed-up there, as expected).
 """
 
 from __future__ import annotations
