@@ -15,7 +15,7 @@ the caller's connection: Django's cursor streams there already, and only that co
 the transaction's rows.
 
 The reading transaction only reads (READ COMMITTED: the query's snapshot, as before); it is
-rolled back and its connection closed when the read ends, however it ends.
+rolled back, then its connection closed, when the read ends, however it ends.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
 _names = itertools.count(1)
 
@@ -44,9 +44,23 @@ def streaming_connection(alias: str = DEFAULT_DB_ALIAS) -> Iterator[str]:
         yield name
     finally:
         try:
-            reader.close()  # the transaction ends with the connection (it only read)
+            _end(reader)
         finally:
             del connections[name]
+
+
+def _end(reader) -> None:
+    """Roll the reading transaction back, then close. The rollback is what ends it at once: a
+    closed socket alone ends the server's backend (and its transaction) only when that backend
+    next notices, and meanwhile it still stands "idle in transaction" (seen in CI). A connection
+    that broke mid-read cannot roll back; closing it is all there is to do."""
+    try:
+        if reader.connection is not None:
+            reader.rollback()
+    except DatabaseError:
+        pass
+    finally:
+        reader.close()
 
 
 def stream(queryset, chunk_size: int) -> Iterator:
