@@ -5,6 +5,7 @@ committed rows only, and the fork is used only outside a transaction, on Postgre
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from django.db import connection
@@ -181,8 +182,22 @@ def test_a_part_that_fails_or_dies_fails_the_build_and_publishes_nothing(
 
 def backends() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'"
+        )
         return cursor.fetchone()[0]
+
+
+def backends_settle_at(count: int) -> bool:
+    """Whether the client backends come back to ``count`` within 5 s: a backend whose client
+    closed its socket exits when it notices, a moment later (measured: 35 of 300 closes still
+    showed their backend right after the close), so a closed connection is awaited, briefly."""
+    deadline = time.monotonic() + 5
+    while backends() != count:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_the_inputs_are_read_in_a_thread_over_its_own_connection_which_it_closes(project, dup_gold, lead, settings):
@@ -199,7 +214,7 @@ def test_the_inputs_are_read_in_a_thread_over_its_own_connection_which_it_closes
     assert not inputs._thread.is_alive()
     assert (card, pseudonyms) == (release_card_settings(project=project), annotator_pseudonyms(project=project))
     assert pseudonyms and all(isinstance(v, str) for v in pseudonyms.values())
-    assert backends() == before, "the thread's connection was closed"
+    assert backends_settle_at(before), "the thread's connection was closed"
     assert not [t for t in threading.enumerate() if t.name == "release-inputs"]
     settings.JOB_PARTS_IN_PARALLEL = False
     assert ReleaseInputs(project)._thread is None  # read when asked, in this thread
