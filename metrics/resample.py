@@ -926,13 +926,28 @@ def resample_counts(n_items: int, n: int = DEFAULT_RESAMPLES, seed: int = 0, *, 
     n_items, n = int(n_items), int(n)
     for start in range(0, n, block):
         rows = min(block, n - start)
-        out = np.empty((rows, n_items), dtype=np.uint8)
+        out = np.zeros((rows, n_items), dtype=np.uint8)
         for j in range(rows):
-            c = np.bincount(rng.integers(0, n_items, size=n_items), minlength=n_items)
-            if c.max() > np.iinfo(out.dtype).max:
-                out = out.astype(np.int64)
-            out[j] = c
+            out = _count_into(out, j, rng.integers(0, n_items, size=n_items))
         yield out
+
+
+_ONE = {np.dtype(np.uint8): np.uint8(1), np.dtype(np.int64): np.int64(1)}
+
+
+def _count_into(out: np.ndarray, j: int, drawn: np.ndarray) -> np.ndarray:
+    """Row ``j`` of ``out`` (zeros) := ``bincount(drawn)``; ``out`` itself, or a wider copy
+    when a count does not fit its dtype. ``np.add.at`` straight into the uint8 row: 2.5 ms
+    per 1M draws against 5.1 ms for ``bincount`` and the copy of its int64 result (numpy 2.4,
+    bench/scale.py; the ufunc's fast path needs the value in the row's own dtype). A uint8
+    count of 256 or more wraps, and then the row no longer sums to the number drawn: that
+    row is counted again by ``bincount`` into an int64 copy of the block."""
+    row = out[j]
+    np.add.at(row, drawn, _ONE[out.dtype])
+    if out.dtype == np.uint8 and int(row.sum(dtype=np.int64)) != drawn.size:
+        out = out.astype(np.int64)
+        out[j] = np.bincount(drawn, minlength=out.shape[1])
+    return out
 
 
 @dataclass

@@ -115,6 +115,16 @@ def test_resample_indices_is_the_quality_compute_stream() -> None:
     assert (counts.sum(axis=1) == 11).all()
 
 
+def test_a_count_beyond_uint8_widens_the_block_and_keeps_every_count() -> None:
+    out = np.zeros((2, 300), dtype=np.uint8)
+    out = rs._count_into(out, 0, np.arange(300))
+    assert out.dtype == np.uint8 and (out[0] == 1).all()
+    drawn = np.array([7] * 299 + [3])  # 299 draws of one item: 299 wraps to 43 in uint8
+    wide = rs._count_into(out, 1, drawn)
+    assert wide.dtype == np.int64
+    assert np.array_equal(wide[0], np.ones(300)) and wide[1, 7] == 299 and wide[1, 3] == 1 and wide[1].sum() == 300
+
+
 def test_one_weight_matrix_for_all_figures() -> None:
     rng = np.random.default_rng(1)
     x = rng.random(60)
