@@ -964,6 +964,8 @@ class _Stack:
     #: items the slice of them (and of the columns) that falls in it
     rows: np.ndarray | None = None
     bounds: list = field(default_factory=list)
+    #: the stacks over equal rows (any dtype) share one gather of their weights per chunk
+    group: int = -1
 
 
 def _exact_float32(values: np.ndarray, n_items: int) -> bool:
@@ -1054,11 +1056,15 @@ def bootstrap_figures(
     shared: dict[int, tuple[_Stack, int]] = {}  # id of a dense column -> (stack, its stack column)
 
     def subset_stack(rows: np.ndarray, dtype) -> _Stack:
-        # Figures over equal rows (fields under one condition) share a stack and its weights.
+        # Figures over equal rows (fields under one condition) share a stack and its weights;
+        # rows that are every item are no subset (AHA's is_hateful: a gather of every weight).
+        if rows.size == n_items:
+            return stacks[(dtype, False)]
         for st in subsets:
             if st.dtype is dtype and (st.rows is rows or np.array_equal(st.rows, rows)):
                 return st
-        st = _Stack(dtype, False, rows=rows)
+        group = next((st.group for st in subsets if st.rows is rows or np.array_equal(st.rows, rows)), len(subsets))
+        st = _Stack(dtype, False, rows=rows, group=group)
         subsets.append(st)
         return st
 
@@ -1105,7 +1111,7 @@ def bootstrap_figures(
                 st.bounds = list(zip(cut[:-1].tolist(), cut[1:].tolist()))
                 longest = max((b - a for a, b in st.bounds), default=0)
             st.buffer = np.empty((st.width, longest), dtype=st.dtype)
-    dtypes = {st.dtype for st in active if st.rows is None}
+    sparse_dtypes = {st.dtype for st in active if st.sparse}
 
     start = 0
     for counts in resample_counts(n_items, n, seed, block=block):
@@ -1113,23 +1119,35 @@ def bootstrap_figures(
         acc = {id(st): np.zeros((st.width, rows)) for st in active}
         for ci, i0 in enumerate(starts):
             block_w = counts[:, i0 : i0 + chunk]
-            weights = {dt: block_w.T.astype(dt, order="C") for dt in dtypes}
+            # Item-major weights (items x resamples) for the sparse products: one pass over a
+            # chunk's nonzeros, each reading a contiguous row of weights. The dense products
+            # take the weights as drawn (resamples x items), cast without a transpose, and
+            # BLAS transposes in the product (buf @ w.T).
+            item_major = {dt: block_w.T.astype(dt, order="C") for dt in sparse_dtypes}
+            drawn: dict = {}  # (group, dtype) -> this chunk's weights of those rows
             for st in active:
                 if st.sparse:
-                    acc[id(st)] += st.chunks[ci] @ weights[st.dtype]
+                    acc[id(st)] += st.chunks[ci] @ item_major[st.dtype]
                     continue
                 if st.rows is None:
-                    wt, lo, hi = weights[st.dtype], i0, i0 + chunk
+                    lo, hi = i0, i0 + chunk
                 else:
                     lo, hi = st.bounds[ci]
                     if lo == hi:
                         continue
-                    # The weights of this chunk's rows only (positions relative to the chunk).
-                    wt = block_w[:, st.rows[lo:hi] - i0].T.astype(st.dtype, order="C")
-                buf = st.buffer[:, : wt.shape[0]]
+                wt = drawn.get((st.group, st.dtype))
+                if wt is None:
+                    raw = drawn.get((st.group, None))
+                    if raw is None:
+                        # The weights of this chunk's rows only (positions relative to the
+                        # chunk), gathered once for the stacks of every dtype over them.
+                        raw = block_w if st.rows is None else np.take(block_w, st.rows[lo:hi] - i0, axis=1)
+                        drawn[(st.group, None)] = raw
+                    wt = drawn[(st.group, st.dtype)] = raw.astype(st.dtype)
+                buf = st.buffer[:, : wt.shape[1]]
                 for j, col in enumerate(st.columns):
                     buf[j] = col[lo:hi]
-                acc[id(st)] += buf @ wt
+                acc[id(st)] += buf @ wt.T
         for name in names:
             k = figures[name].shape[1]
             sums = np.zeros((rows, k))

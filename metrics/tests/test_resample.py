@@ -565,7 +565,8 @@ def test_columns_over_some_rows_are_the_full_columns() -> None:
     """Contributions over some rows only (``rows``: a field scored on a third of the items)
     give the figures of the same contributions over every row, zero elsewhere: point, every
     resample (chunks with no row, blocks, both precisions, several figures and stacks at
-    once, figures over equal rows given as separate arrays), weighted sums and the matrix."""
+    once, figures over equal rows given as separate arrays, rows that are every item),
+    weighted sums and the matrix."""
     rng = np.random.default_rng(8)
     n = 3000
     rows = np.flatnonzero(rng.random(n) < 0.35).astype(np.int32)
@@ -577,19 +578,32 @@ def test_columns_over_some_rows_are_the_full_columns() -> None:
     full_x, full_hits = np.zeros(n), np.zeros(n)
     full_x[rows], full_hits[rows] = x, hits
     ones = np.ones(rows.size, dtype=np.uint8)
+    rows2 = np.flatnonzero(rng.random(n) < 0.6)
+    mask2 = np.zeros(n, dtype=bool)
+    mask2[rows2] = True
     other = rows.copy()  # equal rows, another array: one stack of weights
     figs = {
         "mean": rs.mean_contributions_at(x, rows, n, ones=ones),
         "share": rs.mean_contributions_at(hits, rows, n, ones=ones),
         "again": rs.mean_contributions_at(x * 2, other, n),
         "whole": rs.mean_contributions(rng.random(n)),  # a figure over every row beside them
+        # rows that are every item: read with the full columns' weights, not gathered
+        "everywhere": rs.mean_contributions_at(np.round(rng.random(n), 3), np.arange(n), n),
+        # other rows beside them, both precisions: each row set's own weights
+        "elsewhere": rs.mean_contributions_at(np.round(rng.random(rows2.size), 3), rows2, n),
+        "elsewhere_hits": rs.mean_contributions_at((rng.random(rows2.size) < 0.3).astype(float), rows2, n),
     }
     full = {
         "mean": rs.mean_contributions(full_x, mask),
         "share": rs.mean_contributions(full_hits, mask),
         "again": rs.mean_contributions(full_x * 2, mask),
         "whole": figs["whole"],
+        "everywhere": rs.mean_contributions(figs["everywhere"].columns[0]),
     }
+    for k in ("elsewhere", "elsewhere_hits"):
+        spread = np.zeros(n)
+        spread[rows2] = figs[k].columns[0]
+        full[k] = rs.mean_contributions(spread, mask2)
     assert figs["share"].columns[0].dtype == np.uint8 and figs["mean"].columns[1] is ones
     for k in figs:
         assert figs[k].shape == full[k].shape and figs[k].n_items == full[k].n_items
