@@ -208,6 +208,12 @@ class UnitTable:
             self._completed, self._completed_us = datetimes_of_micros(self._completed_us), None
         return self._completed
 
+    @property
+    def completed_micros(self) -> np.ndarray | None:
+        """The completion times as int64 microseconds since EPOCH (NO_TIME: undated), when
+        the table holds them so (not yet turned into datetimes); else None."""
+        return self._completed_us
+
     def __len__(self) -> int:
         return int(self.item_ids.size)
 

@@ -11,6 +11,7 @@ confusions those of the per-unit loop.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from itertools import combinations
 
 import numpy as np
@@ -349,3 +350,42 @@ def test_annotator_pair_counts_are_the_row_wise_unique():
         pairs, counts = _pair_counts(lo, hi)
         want_pairs, want_counts = np.unique(np.stack([lo, hi], axis=1), axis=0, return_counts=True)
         assert pairs.tolist() == want_pairs.tolist() and counts.tolist() == want_counts.tolist()
+
+
+def test_weeks_from_microseconds_are_those_of_the_datetimes():
+    """A table read from the database holds int64 microseconds: its ISO weeks (one datetime per
+    distinct day) are those week_of gives each unit's datetime, undated units included, around
+    week and year boundaries and before 1970."""
+    from quality.agreement import EPOCH, NO_TIME, UnitTable
+    from quality.analytics import _weeks
+
+    rng = np.random.default_rng(5)
+    edges = [
+        datetime(2026, 3, 1, 23, 59, 59, 999999, tzinfo=UTC),  # a Sunday, then the Monday
+        datetime(2026, 3, 2, 0, 0, tzinfo=UTC),
+        datetime(2020, 12, 31, 12, tzinfo=UTC),  # ISO 2020-W53
+        datetime(2021, 1, 4, tzinfo=UTC),
+        datetime(1969, 12, 31, 23, 0, tzinfo=UTC),
+    ]
+    stamps = edges + [EPOCH + timedelta(microseconds=int(u)) for u in rng.integers(0, 2 * 10**15, 300)]
+    micros = np.array([(t - EPOCH) // timedelta(microseconds=1) for t in stamps] + [NO_TIME, NO_TIME])
+    n = micros.size
+    shape = (np.arange(n), np.zeros((n, 2), dtype=np.int64), np.full(n, 2))
+    by_micros = UnitTable(*shape, micros, columns=lambda name: None)
+    by_datetimes = UnitTable(*shape, [*stamps, None, None], columns=lambda name: None)
+    assert by_micros.completed_micros is not None and by_datetimes.completed_micros is None
+    weeks, idx = _weeks(by_micros)
+    assert (weeks, idx.tolist()) == (lambda w: (w[0], w[1].tolist()))(_weeks(by_datetimes))
+    assert idx[-1] == idx[-2] == -1 and weeks[idx[0]] == "2026-W09" and weeks[idx[1]] == "2026-W10"
+    assert weeks[idx[2]] == "2020-W53" and weeks[idx[4]] == "1970-W01"
+
+
+@pytest.mark.parametrize("top", [1, 3, 64, 65, 500])
+def test_first_seen_codes_are_numpys_unique_in_first_occurrence_order(top):
+    from quality.analytics import _first_seen
+
+    rng = np.random.default_rng(top)
+    for n in (1, 7, 2000):
+        codes = rng.integers(0, top, n)
+        used, first = np.unique(codes, return_index=True)
+        assert _first_seen(codes).tolist() == used[np.argsort(first, kind="stable")].tolist()
