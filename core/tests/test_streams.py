@@ -16,9 +16,9 @@ PG = pytest.mark.skipif(connection.vendor != "postgresql", reason="the streaming
 
 
 def others_in_a_transaction() -> list[str]:
-    """Client backends of this database, other than this one, inside a transaction. Only
-    client backends: an autovacuum worker of this database has a transaction too (CI once
-    counted one here, in the middle of the suite's inserts and truncations)."""
+    """Client backends of this database, other than this one, inside a transaction, named (an
+    autovacuum worker of this database has a transaction too, and is not ours). A reader
+    closed without a rollback stood here for a moment after its close (core.streams._end)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid, state, left(query, 80) FROM pg_stat_activity WHERE datname = current_database() "
