@@ -67,6 +67,7 @@ __all__ = [
     "Ratings",
     "LabelRatings",
     "bootstrap_figures",
+    "first_seen",
     "resample_counts",
     "unique_inverse",
     "pair_ids",
@@ -448,11 +449,23 @@ def _first_seen_categories(flat: np.ndarray, values: Sequence[Hashable]) -> tupl
     category_of = np.full(max(len(values), 1), -1, dtype=np.intp)
     if not flat.size:
         return category_of, []
-    used, first = np.unique(flat, return_index=True)
     index: dict[Hashable, int] = {}
-    for c in used[np.argsort(first, kind="stable")].tolist():
+    for c in first_seen(flat).tolist():
         category_of[c] = index.setdefault(values[c], len(index))
     return category_of, list(index)
+
+
+def first_seen(codes: np.ndarray) -> np.ndarray:
+    """The distinct non-negative ``codes`` (at least one) in the order they first occur. For a
+    field's few values, one scan per value (bincount, then each one's first position): no
+    sort of every code (6M pooled codes at 1M AHA items, ~0.6 s); else ``np.unique``."""
+    top = int(codes.max()) + 1
+    if top > 64:
+        used, first_at = np.unique(codes, return_index=True)
+        return used[np.argsort(first_at, kind="stable")]
+    used = np.flatnonzero(np.bincount(codes, minlength=top))
+    first_at = np.array([int(np.argmax(codes == c)) for c in used.tolist()], dtype=np.intp)
+    return used[np.argsort(first_at, kind="stable")]
 
 
 def _check_distinct_raters(raters: np.ndarray) -> None:

@@ -654,3 +654,12 @@ def test_exact_float32_split_of_sparse_matrices_needs_no_csc_copy() -> None:
     assert rs._column_split(dup, 2)[0].tolist() == [True, False]
     big = sp.csr_matrix(np.array([[300.0], [1.0]]))
     assert rs._column_split(big, 1 << 16)[0].tolist() == [False]  # 300 * 65536 > 2**24
+
+
+@pytest.mark.parametrize("top", [1, 3, 64, 65, 500])
+def test_first_seen_codes_are_numpys_unique_in_first_occurrence_order(top):
+    rng = np.random.default_rng(top)
+    for n in (1, 7, 2000):
+        codes = rng.integers(0, top, n)
+        used, first = np.unique(codes, return_index=True)
+        assert rs.first_seen(codes).tolist() == used[np.argsort(first, kind="stable")].tolist()

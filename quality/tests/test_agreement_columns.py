@@ -378,14 +378,3 @@ def test_weeks_from_microseconds_are_those_of_the_datetimes():
     assert (weeks, idx.tolist()) == (lambda w: (w[0], w[1].tolist()))(_weeks(by_datetimes))
     assert idx[-1] == idx[-2] == -1 and weeks[idx[0]] == "2026-W09" and weeks[idx[1]] == "2026-W10"
     assert weeks[idx[2]] == "2020-W53" and weeks[idx[4]] == "1970-W01"
-
-
-@pytest.mark.parametrize("top", [1, 3, 64, 65, 500])
-def test_first_seen_codes_are_numpys_unique_in_first_occurrence_order(top):
-    from quality.analytics import _first_seen
-
-    rng = np.random.default_rng(top)
-    for n in (1, 7, 2000):
-        codes = rng.integers(0, top, n)
-        used, first = np.unique(codes, return_index=True)
-        assert _first_seen(codes).tolist() == used[np.argsort(first, kind="stable")].tolist()
